@@ -1,0 +1,1 @@
+"""Project configuration: settings, URL routes and the WSGI/ASGI entry points."""

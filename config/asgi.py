@@ -1,0 +1,8 @@
+"""ASGI entry point for serving the platform with an ASGI server (uvicorn, daphne)."""
+import os
+
+from django.core.asgi import get_asgi_application
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+
+application = get_asgi_application()

@@ -1,0 +1,187 @@
+"""Django settings for EEGAgentBench, read from environment variables.
+
+The defaults run on a laptop with no configuration at all: DEBUG on, SQLite in ``var/``,
+django-q2's ORM broker. A deployment sets at least ``DEBUG=false``, ``SECRET_KEY`` and
+``ALLOWED_HOSTS``, and usually ``DATABASE_URL`` (PostgreSQL) and ``REDIS_URL``.
+"""
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+# litellm fetches its model price map from the network on import unless told otherwise;
+# the platform works offline, so it must use the map bundled with the package.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+_TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
+_FALSE_WORDS = frozenset({"0", "false", "no", "off", ""})
+
+
+def env_str(name: str, default: str = "") -> str:
+    """Return the environment variable ``name`` with surrounding spaces removed, or ``default``."""
+    value = os.environ.get(name)
+    return default if value is None else value.strip()
+
+
+def env_bool(name: str, default: bool) -> bool:
+    """Return the environment variable ``name`` read as a yes/no word (1/0, true/false, yes/no, on/off)."""
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    word = value.strip().lower()
+    if word in _TRUE_WORDS:
+        return True
+    if word in _FALSE_WORDS:
+        return False
+    raise ImproperlyConfigured(f"{name}={value!r} is not a yes/no value; use 1/0, true/false, yes/no or on/off.")
+
+
+def env_int(name: str, default: int) -> int:
+    """Return the environment variable ``name`` read as a whole number, or ``default``."""
+    value = env_str(name)
+    if not value:
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={value!r} is not a whole number.") from None
+
+
+def env_list(name: str, default: Sequence[str] = ()) -> list[str]:
+    """Return the environment variable ``name`` split on commas, blanks dropped, or ``default``."""
+    value = os.environ.get(name)
+    if value is None:
+        return list(default)
+    return [item.strip() for item in value.split(",") if item.strip()]
+
+
+def database_config(url: str, *, sqlite_path: Path) -> dict:
+    """Return one ``DATABASES`` entry: the database at ``url`` if given, else SQLite at ``sqlite_path``.
+
+    SQLite is tuned for a web process and queue workers writing at the same time: WAL lets
+    readers proceed during a write, and IMMEDIATE transactions take the write lock up front
+    so two writers wait for each other instead of failing with "database is locked".
+    """
+    if url:
+        return dj_database_url.parse(
+            url,
+            conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 60),
+            conn_health_checks=True,
+        )
+    return {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": sqlite_path,
+        "OPTIONS": {
+            "timeout": 20,
+            "transaction_mode": "IMMEDIATE",
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        },
+    }
+
+
+DEBUG = env_bool("DEBUG", True)
+
+SECRET_KEY = env_str("SECRET_KEY")
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off.")
+    SECRET_KEY = "django-insecure-eegagentbench-laptop-only-never-deploy-this-key"
+
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS")
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "django_q",
+    "benchmark",
+    "tools_app",
+    "runs",
+    "leaderboard",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
+ASGI_APPLICATION = "config.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+VAR_DIR = BASE_DIR / "var"
+VAR_DIR.mkdir(exist_ok=True)
+
+DATABASES = {"default": database_config(env_str("DATABASE_URL"), sqlite_path=VAR_DIR / "db.sqlite3")}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = BASE_DIR / "staticfiles"
+
+REST_FRAMEWORK = {
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticatedOrReadOnly"],
+}
+
+# One queued task is one episode. An episode may legitimately take up to the timeout (a long
+# T6 night with hundreds of tool calls); retry must exceed it, or the broker would hand a
+# still-running episode to a second worker.
+EPISODE_TIMEOUT_SEC = env_int("EEGAB_EPISODE_TIMEOUT", 3600)
+Q_CLUSTER = {
+    "name": "eegagentbench",
+    "workers": env_int("EEGAB_WORKERS", 2),
+    "timeout": EPISODE_TIMEOUT_SEC,
+    "retry": EPISODE_TIMEOUT_SEC + 300,
+    "max_attempts": 2,
+    "ack_failures": True,
+    "save_limit": 1000,
+}
+REDIS_URL = env_str("REDIS_URL")
+if REDIS_URL:
+    Q_CLUSTER["redis"] = REDIS_URL
+else:
+    Q_CLUSTER["orm"] = "default"
+
+# Where imported releases (scenarios, answer keys and recordings) live on disk.
+EEGAB_DATA_ROOT = Path(env_str("EEGAB_DATA_ROOT") or BASE_DIR / "var" / "releases")

@@ -1,0 +1,7 @@
+"""Aggregation, charts, public pages and the REST API."""
+from django.apps import AppConfig
+
+
+class LeaderboardConfig(AppConfig):
+    default_auto_field = "django.db.models.BigAutoField"
+    name = "leaderboard"

@@ -1,0 +1,7 @@
+"""Runs, episodes and their step-by-step trajectories."""
+from django.apps import AppConfig
+
+
+class RunsConfig(AppConfig):
+    default_auto_field = "django.db.models.BigAutoField"
+    name = "runs"
