@@ -1,0 +1,69 @@
+"""Admin pages for runs, episodes and the (read-only) steps of each episode."""
+from django.contrib import admin
+
+from runs.models import Episode, Run, Step
+
+
+@admin.register(Run)
+class RunAdmin(admin.ModelAdmin):
+    list_display = ["id", "name", "model", "suite", "status", "source", "created_at", "cost_usd"]
+    list_filter = ["status", "source", "model"]
+    list_select_related = ["model", "suite"]
+    search_fields = ["name", "model__name", "model__provider_model", "suite__name"]
+    raw_id_fields = ["created_by"]
+    readonly_fields = [
+        "progress",
+        "created_at",
+        "prompt_tokens",
+        "completion_tokens",
+        "cache_read_tokens",
+        "cache_write_tokens",
+        "reasoning_tokens",
+        "cost_usd",
+    ]
+
+    @admin.display(description="episodes by status")
+    def progress(self, run: Run) -> str:
+        return ", ".join(f"{status} {count}" for status, count in run.progress().items())
+
+
+@admin.register(Episode)
+class EpisodeAdmin(admin.ModelAdmin):
+    list_display = [
+        "id",
+        "run",
+        "instance",
+        "status",
+        "attempt",
+        "ended_by",
+        "error_kind",
+        "n_turns",
+        "n_tool_calls",
+        "cost_usd",
+    ]
+    list_filter = ["status", "ended_by", "error_kind", "instance__task"]
+    list_select_related = ["run", "instance"]
+    search_fields = ["instance__record_id", "instance__scenario_id", "run__name"]
+    raw_id_fields = ["run", "instance"]
+    show_full_result_count = False
+
+
+@admin.register(Step)
+class StepAdmin(admin.ModelAdmin):
+    """Steps are an append-only record: they can be looked at, never added, edited or removed here."""
+
+    list_display = ["episode", "index", "kind", "tool_name", "latency_ms", "cost_usd", "created_at"]
+    list_filter = ["kind"]
+    list_select_related = ["episode__run", "episode__instance"]
+    search_fields = ["tool_name", "episode__instance__record_id"]
+    raw_id_fields = ["episode"]
+    show_full_result_count = False
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False

@@ -1,0 +1,79 @@
+"""Writes that touch several rows at once: creating a run, appending steps, retrying an episode."""
+from django.db import transaction
+
+from benchmark.models import ModelSpec, Suite
+from runs.models import Episode, Run, Status, Step
+
+
+@transaction.atomic
+def create_run(
+    *,
+    suite: Suite,
+    model: ModelSpec,
+    tasks: list[str],
+    name: str = "",
+    limit: int | None = None,
+    **options,
+) -> Run:
+    """Create a run and one pending episode per selected instance, all or nothing.
+
+    Parameters
+    ----------
+    suite, model
+        What to run, and on what.
+    tasks
+        Task codes, e.g. ``["T2", "T5"]``; each must have instances in ``suite``.
+    name
+        Display name of the run.
+    limit
+        At most this many instances per task, the first ones by position (for smoke tests).
+    **options
+        Other ``Run`` fields: ``api_base``, ``api_key_env``, ``settings``, ``limits``,
+        ``source``, ``created_by``.
+    """
+    codes = sorted(set(tasks))
+    if not codes:
+        raise ValueError("Select at least one task.")
+    if limit is not None and limit < 1:
+        raise ValueError(f"limit must be a positive number of instances per task, not {limit}.")
+    available = set(suite.instances.values_list("task__code", flat=True).distinct())
+    missing = [code for code in codes if code not in available]
+    if missing:
+        raise ValueError(f"Suite {suite.name} has no instances of {', '.join(missing)}.")
+
+    run = Run(suite=suite, model=model, tasks=codes, name=name, **options)
+    run.full_clean()
+    run.save()
+    instances = []
+    for code in codes:
+        instances.extend(suite.instances.filter(task__code=code).order_by("position", "id")[:limit])
+    Episode.objects.bulk_create([Episode(run=run, instance=instance) for instance in instances])
+    return run
+
+
+@transaction.atomic
+def append_step(*, episode: Episode, kind: str, **fields) -> Step:
+    """Append a step to ``episode`` at the next index, so indexes always run 0 … n-1.
+
+    The episode row is locked for the duration, so concurrent writers to one episode
+    take turns instead of reading the same step count.
+    """
+    locked = Episode.objects.select_for_update().only("id").get(pk=episode.pk)
+    return Step.objects.create(episode=locked, index=locked.steps.count(), kind=kind, **fields)
+
+
+@transaction.atomic
+def reset_episode_for_retry(*, episode: Episode) -> Episode:
+    """Discard an episode's attempt (steps and outcome) and make it pending again as the next attempt.
+
+    A completed episode is final and is refused: its result is what the run reports.
+    """
+    episode = Episode.objects.select_for_update().get(pk=episode.pk)
+    if episode.status == Status.COMPLETED:
+        raise ValueError(f"Episode {episode.pk} is completed; a finished episode is never run again.")
+    episode.steps.all().delete()
+    episode.clear_outcome()
+    episode.attempt += 1
+    episode.status = Status.PENDING
+    episode.save()
+    return episode

@@ -1,0 +1,122 @@
+"""Shared fixtures: named users, a tiny suite with one instance per task, a model and a run."""
+import pytest
+
+from benchmark.models import Instance, ModelSpec, Release, Suite, Task
+from runs.services import create_run
+
+# One small instance per task, shaped like the official scenarios and answer keys.
+TINY_INSTANCES = {
+    "T1": {
+        "scenario_id": "c1_knowledge_medmcqa_0001",
+        "prompt_input": {
+            "question": "Which rhythm dominates the relaxed, eyes-closed adult EEG?",
+            "options": {"A": "Delta", "B": "Alpha", "C": "Beta", "D": "Gamma"},
+        },
+        "expected_output_schema": {"answer": "A|B|C|D"},
+        "reference": {"answer": "B"},
+    },
+    "T2": {
+        "scenario_id": "c2_artifact:edn_eog_m7_0000",
+        "sfreq": 256.0,
+        "n_channels": 1,
+        "duration_sec": 2.0,
+        "metadata": {"sampling_rate": 256.0, "n_channels": 1, "duration_sec": 2.0},
+        "expected_output_schema": {"classification": "clean|ocular_contaminated|muscle_contaminated"},
+        "recording_path": "data/eegdenoisenet/seg_0000.npy",
+        "reference": {"label": "ocular_contaminated", "finding_tags": []},
+    },
+    "T3": {
+        "scenario_id": "c3_routine_bonn_S001",
+        "sfreq": 173.61,
+        "n_channels": 1,
+        "duration_sec": 23.6,
+        "recording_path": "data/bonn/S/S001.txt",
+        "reference": {"label": "epileptic", "label_binary": 1, "finding_tags": []},
+    },
+    "T4": {
+        "scenario_id": "c4_dementia_ds004504_sub-001",
+        "subject": "sub-001",
+        "sfreq": 500.0,
+        "n_channels": 19,
+        "recording_path": "data/ds004504/sub-001/eeg/sub-001_task-eyesclosed_eeg.set",
+        "reference": {"label": "AD"},
+    },
+    "T5": {
+        "scenario_id": "c5_seizure_chb17a_03",
+        "subject": "chb17",
+        "sfreq": 256.0,
+        "n_channels": 23,
+        "duration_sec": 3600.0,
+        "recording_path": "data/chbmit/chb17/chb17a_03.edf",
+        "reference": {
+            "label": "seizure",
+            "has_seizure": True,
+            "n_seizures": 1,
+            "seizure_events": [[2282.0, 2372.0]],
+        },
+    },
+    "T6": {
+        "scenario_id": "c6_sleep_SC4001E0",
+        "subject": "SC400",
+        "sfreq": 100.0,
+        "n_channels": 7,
+        "duration_sec": 120.0,
+        "n_epochs": 4,
+        "recording_path": "data/sleep-edfx/SC4001E0-PSG.edf",
+        "reference": {
+            "label": "sleep_session",
+            "epoch_labels_aasm": ["W", "N1", "N2", "N2"],
+            "n_epochs_total": 4,
+        },
+    },
+}
+
+
+@pytest.fixture
+def staff_user(django_user_model):
+    """An admin of the platform: Django staff with every permission."""
+    return django_user_model.objects.create_user(
+        username="staff", password="staff-password", is_staff=True, is_superuser=True
+    )
+
+
+@pytest.fixture
+def visitor(django_user_model):
+    """A signed-in user with no staff rights."""
+    return django_user_model.objects.create_user(username="visitor", password="visitor-password")
+
+
+@pytest.fixture
+def release(db):
+    return Release.objects.create(
+        name="tiny",
+        version="1.0",
+        source="tests/conftest.py",
+        is_synthetic=True,
+        manifest={"benchmark/scenarios/T1.jsonl": {"sha256": "0" * 64, "size": 1}},
+    )
+
+
+@pytest.fixture
+def suite(release):
+    """A suite with one instance per task, record ids opaque and distinct."""
+    suite = Suite.objects.create(name="tiny", release=release, description="One instance per task.")
+    for task in Task.objects.all():
+        Instance.objects.create(
+            suite=suite, task=task, record_id=f"rec-{task.code.lower()}-7f3a", **TINY_INSTANCES[task.code]
+        )
+    return suite
+
+
+@pytest.fixture
+def model_spec(db):
+    return ModelSpec.objects.create(
+        name="Heuristic baseline", provider_model="baseline/heuristic", family="baseline", is_open_weight=True
+    )
+
+
+@pytest.fixture
+def run(suite, model_spec):
+    """A pending run of ``model_spec`` on every task of ``suite``."""
+    tasks = list(Task.objects.values_list("code", flat=True))
+    return create_run(suite=suite, model=model_spec, tasks=tasks, name="tiny run")
