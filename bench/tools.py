@@ -1,0 +1,346 @@
+"""Benchmark of the ten tools on long recordings, against the official approach.
+
+Generates (once, into ``bench/out/``) a 23-hour, 7-channel Sleep-EDF-like EDF (EEG and EOG at
+100 Hz, the other five channels at 1 Hz, 30-s data records) and a 4-hour, 23-channel 256 Hz
+CHB-MIT-like EDF (bipolar names with the repeated ``T8-P8``). It then replays a fixed script
+of calls modelled on the paper's traces (whole-record screens first, then finer windows,
+across all ten tools, every call within the output budget) with each approach, each approach
+in its own process (modules imported before timing; the 4-hour recording first, so that its
+peak memory is measured before the 23-hour one is opened):
+
+* ours: ``tools_app.call_tool``;
+* official: ``mne.io.read_raw_edf(preload=True)`` with a 4-file cache, then scipy per call
+  (``bench/official_tools.py``).
+
+It prints each approach's total time, p50 and maximum call latency (ours also after each
+record's first call), peak RSS, the ratios, and whether every result agrees with the
+official one (numbers within a relative 1e-9).
+
+Run: ``python bench/tools.py`` (``--only ours`` to skip the slow official replay).
+"""
+import argparse
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "bench" / "out"
+SLEEP_EDF = OUT / "sleep-like-23h.edf"
+CHB_EDF = OUT / "chb-like-4h.edf"
+SLEEP_ID, CHB_ID = "night-0001", "chb-0001"
+
+SLEEP_CHANNELS = [
+    # label, unit, samples per 30-s record, physical range
+    ("EEG Fpz-Cz", "uV", 3000, 192.0),
+    ("EEG Pz-Oz", "uV", 3000, 197.0),
+    ("EOG horizontal", "uV", 3000, 1009.0),
+    ("Resp oro-nasal", "", 30, 2047.0),
+    ("EMG submental", "uV", 30, 5.0),
+    ("Temp rectal", "DegC", 30, 40.0),
+    ("Event marker", "", 30, 1000.0),
+]
+CHB_CHANNELS = ["FP1-F7", "F7-T7", "T7-P7", "P7-O1", "FP1-F3", "F3-C3", "C3-P3", "P3-O1", "FP2-F4", "F4-C4", "C4-P4",
+                "P4-O2", "FP2-F8", "F8-T8", "T8-P8", "P8-O2", "FZ-CZ", "CZ-PZ", "P7-T7", "T7-FT9", "FT9-FT10",
+                "FT10-T8", "T8-P8"]
+
+
+# ---------------------------------------------------------------------- synthetic recordings
+
+def _write_edf(path, headers, signals, record_seconds):
+    import pyedflib
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".partial")
+    writer = pyedflib.EdfWriter(str(partial), len(headers), file_type=pyedflib.FILETYPE_EDF)
+    try:
+        writer.setDatarecordDuration(record_seconds)
+        writer.setSignalHeaders(headers)
+        writer.writeSamples(signals)
+    finally:
+        writer.close()
+    partial.rename(path)
+
+
+def _header(label, unit, sample_rate, physical_max):
+    return {"label": label, "dimension": unit, "sample_frequency": sample_rate, "physical_max": physical_max,
+            "physical_min": -physical_max, "digital_max": 32767, "digital_min": -32768, "transducer": "", "prefilter": ""}
+
+
+def _coloured_noise(rng, n, scale, smoothing):
+    """Noise low-passed by a moving average of ``smoothing`` samples (µV)."""
+    white = rng.standard_normal(n + smoothing)
+    return np.convolve(white, np.ones(smoothing) / np.sqrt(smoothing), mode="valid")[:n] * scale
+
+
+def make_sleep_recording(path=SLEEP_EDF, hours=23):
+    """Write a night-like PSG: stages change every few minutes, with alpha, spindles and slow waves."""
+    rng = np.random.default_rng(2024)
+    sfreq, n = 100, hours * 3600 * 100
+    times = np.arange(n) / sfreq
+    stage = np.repeat(rng.integers(0, 5, n // (sfreq * 300) + 1), sfreq * 300)[:n]
+    eeg = _coloured_noise(rng, n, 8.0, 3)
+    eeg += np.where(stage == 0, 15.0, 2.0) * np.sin(2 * np.pi * 10 * times)
+    eeg += np.where(stage == 3, 60.0, 5.0) * np.sin(2 * np.pi * 0.9 * times)
+    eeg += np.where(stage == 2, 12.0, 0.0) * np.sin(2 * np.pi * 13 * times) * (np.sin(2 * np.pi * times / 7) > 0.9)
+    posterior = 0.5 * eeg + _coloured_noise(rng, n, 5.0, 2) + 3.0 * np.sin(2 * np.pi * 50 * times)
+    eog = _coloured_noise(rng, n, 20.0, 25) + np.where(stage == 4, 80.0, 0.0) * np.sign(np.sin(2 * np.pi * times / 3))
+    slow = np.arange(hours * 3600)
+    resp = 400 * np.sin(2 * np.pi * slow / 4.0) + rng.standard_normal(len(slow)) * 20
+    emg = np.clip(rng.standard_normal(len(slow)) * 0.5 + 1.0, -5, 5)
+    temp = 36.5 + 0.4 * np.sin(2 * np.pi * slow / (hours * 3600))
+    marker = np.zeros(len(slow))
+    signals = [np.clip(eeg, -192, 192), np.clip(posterior, -197, 197), np.clip(eog, -1009, 1009), resp, emg, temp, marker]
+    headers = [_header(label, unit, per_record / 30, high) for label, unit, per_record, high in SLEEP_CHANNELS]
+    _write_edf(path, headers, signals, 30)
+
+
+def make_chb_recording(path=CHB_EDF, hours=4):
+    """Write a bipolar scalp EEG with two left-temporal rhythmic "seizures" per hour."""
+    rng = np.random.default_rng(2025)
+    sfreq, n = 256, hours * 3600 * 256
+    times = np.arange(n) / sfreq
+    seizure = np.zeros(n)
+    for hour in range(hours):
+        for onset, duration in ((900, 60), (2400, 110)):
+            start = (hour * 3600 + onset) * sfreq
+            seizure[start : start + duration * sfreq] = np.linspace(0.3, 1.0, duration * sfreq)
+    signals = []
+    for index, label in enumerate(CHB_CHANNELS):
+        left_temporal = label in ("F7-T7", "T7-P7", "P7-T7")
+        signal = _coloured_noise(rng, n, 25.0, 4) + 4.0 * np.sin(2 * np.pi * (9 + index % 3) * times)
+        signal += (150.0 if left_temporal else 20.0) * seizure * np.sin(2 * np.pi * 5.5 * times)
+        signals.append(np.clip(signal, -800, 800))
+    _write_edf(path, [_header(label, "uV", sfreq, 800.0) for label in CHB_CHANNELS], signals, 1)
+
+
+# ---------------------------------------------------------------------- the script
+
+def sleep_script():
+    """A T6-like session: channel checks, whole-night screens, then epoch-level detail."""
+    eeg, eog = "EEG Fpz-Cz", "EOG horizontal"
+    calls = [
+        ("get_recording_info", {}),
+        ("get_channel_list", {}),
+        ("compute_noise_metrics", {"channels": [eeg, "EEG Pz-Oz", eog, "EMG submental"], "line_freq": 50}),
+        ("compute_band_power", {"channels": [eeg, "EEG Pz-Oz"]}),
+        ("compute_psd", {"channels": [eeg, "EEG Pz-Oz"]}),
+        ("compute_temporal_features", {"channels": [eeg, eog]}),
+        ("compute_windowed_features", {"channels": [eeg], "features": ["rms_uv", "delta_relative", "alpha_relative", "sigma_power"],
+                                       "window_sec": 30, "step_sec": 30, "tmin": 0, "tmax": 7200}),
+        ("compute_windowed_features", {"channels": [eeg], "features": ["rms_uv", "delta_relative", "alpha_relative", "sigma_power"],
+                                       "window_sec": 60, "step_sec": 60, "tmin": 7200, "tmax": 21600}),
+        ("compute_windowed_features", {"channels": [eeg], "features": ["rms_uv", "delta_relative", "alpha_relative", "sigma_power"],
+                                       "window_sec": 120, "step_sec": 120, "tmin": 21600, "tmax": 45240}),
+        ("compute_windowed_features", {"channels": [eog], "features": ["rms_uv", "zero_crossing_rate_hz"],
+                                       "window_sec": 180, "step_sec": 180, "tmin": 0, "tmax": 45180}),
+        ("compute_windowed_features", {"channels": [eeg], "features": ["delta_relative", "theta_relative", "alpha_relative"],
+                                       "window_sec": 600}),
+        ("compute_asymmetry", {}),
+        ("compute_channel_correlation", {"channels": [eeg, "EEG Pz-Oz", eog], "tmin": 3600, "tmax": 3630}),
+    ]
+    for epoch in (201, 286, 444, 700, 1188):
+        start = epoch * 30
+        calls += [
+            ("compute_band_power", {"channels": [eeg], "tmin": start, "tmax": start + 30}),
+            ("compute_psd", {"channels": [eeg, eog], "tmin": start, "tmax": start + 30}),
+            ("compute_temporal_features", {"channels": [eog], "tmin": start, "tmax": start + 30}),
+        ]
+    calls += [
+        ("detect_transients", {"channels": [eeg], "tmin": 8580, "tmax": 8640, "min_amplitude_uv": 50}),
+        ("compute_windowed_features", {"channels": [eeg, eog], "features": ["rms_uv", "sigma_power", "delta_relative"],
+                                       "window_sec": 30, "tmin": 13200, "tmax": 15000}),
+    ]
+    return calls
+
+
+def chb_script():
+    """A T5-like session: montage and quality, an hour-by-hour screen, then candidate periods."""
+    temporal_pair = ["F7-T7", "F8-T8"]
+    features = ["beta_relative", "rms_uv", "theta_relative"]
+    calls = [
+        ("get_channel_list", {}),
+        ("get_recording_info", {}),
+        ("compute_noise_metrics", {}),
+        ("compute_band_power", {}),
+        ("compute_psd", {"channels": ["F7-T7", "T7-P7", "F8-T8", "T8-P8-0"]}),
+        ("compute_temporal_features", {}),
+        ("compute_asymmetry", {}),
+    ]
+    for hour in range(4):
+        calls.append(("compute_windowed_features", {"channels": ["T7-P7"], "features": features, "window_sec": 15,
+                                                    "tmin": hour * 3600, "tmax": (hour + 1) * 3600}))
+    calls += [
+        ("compute_windowed_features", {"channels": temporal_pair, "features": ["alpha_relative", "beta_relative", "rms_uv", "theta_relative"],
+                                       "window_sec": 5, "tmin": 2340, "tmax": 2520}),
+        ("compute_windowed_features", {"channels": ["T7-P7"], "features": ["alpha_relative", "beta_relative", "rms_uv", "theta_relative"],
+                                       "window_sec": 2, "tmin": 2320, "tmax": 2520}),
+        ("compute_windowed_features", {"channels": ["T7-P7", "P7-O1"], "features": ["line_length_uv_s", "rms_uv"],
+                                       "window_sec": 120}),
+        ("detect_transients", {"channels": ["F7-T7", "T7-P7", "P7-O1"], "tmin": 2380, "tmax": 2500}),
+        ("compute_channel_correlation", {"tmin": 2400, "tmax": 2410}),
+        ("compute_channel_correlation", {"channels": ["FP1-F7", "FP2-F8", "FP1-F3", "FP2-F4"], "tmin": 300, "tmax": 330}),
+    ]
+    for onset in (900, 4500, 6000, 11700):
+        calls += [
+            ("compute_band_power", {"channels": ["F7-T7", "T7-P7"], "tmin": onset - 30, "tmax": onset + 30}),
+            ("compute_psd", {"channels": ["T7-P7"], "tmin": onset, "tmax": onset + 20}),
+            ("compute_temporal_features", {"channels": ["T7-P7", "F8-T8"], "tmin": onset, "tmax": onset + 60}),
+            ("detect_transients", {"channels": ["T7-P7"], "tmin": onset, "tmax": onset + 60}),
+        ]
+    return calls
+
+
+#: Replayed in this order, the 4-hour recording first so that its peak memory is measured alone.
+SCRIPTS = {"chb": (CHB_EDF, CHB_ID, chb_script), "sleep": (SLEEP_EDF, SLEEP_ID, sleep_script)}
+
+
+# ---------------------------------------------------------------------- one replay (child process)
+
+def _runner(approach):
+    """Return ``run(path, record_id, tool_name, arguments)`` for an approach, its modules imported.
+
+    Imports are done before any timing: a worker serving episodes has them loaded already.
+    """
+    if approach == "ours":
+        from tools_app import call_tool, tool_specs
+
+        tool_specs()
+
+        return lambda path, record_id, name, arguments: call_tool(path, name, arguments, record_id=record_id)
+    from bench import official_tools
+
+    return lambda path, record_id, name, arguments: official_tools.call(official_tools.load(path), name, arguments)
+
+
+def replay(approach):
+    """Run every recording's script with one approach; return latencies, results and peak RSS."""
+    run = _runner(approach)
+    replays = {}
+    for recording, (path, record_id, script) in SCRIPTS.items():
+        calls = script()
+        latencies, results = [], []
+        started = time.perf_counter()
+        for name, arguments in calls:
+            begin = time.perf_counter()
+            results.append(run(path, record_id, name, {"record_id": record_id, **arguments}))
+            latencies.append(time.perf_counter() - begin)
+        replays[recording] = {
+            "latencies": latencies,
+            "total": time.perf_counter() - started,
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "results": results,
+            "calls": [name for name, _ in calls],
+        }
+    return replays
+
+
+def _child(approach, output):
+    sys.path.insert(0, str(ROOT))
+    Path(output).write_text(json.dumps(replay(approach)))
+
+
+def _run_child(approach):
+    output = OUT / f"replay-{approach}.json"
+    subprocess.run([sys.executable, __file__, "--child", approach, str(output)], check=True, cwd=ROOT)
+    return json.loads(output.read_text())
+
+
+# ---------------------------------------------------------------------- report
+
+def _agrees(ours, official, relative=1e-9):
+    """Whether two results are equal, numbers up to a relative 1e-9 (and ``_meta`` sizes 1 %).
+
+    The asymmetry tool's not-applicable ``reason`` is our own wording, so it and the sizes
+    that depend on it are not compared.
+    """
+    if isinstance(official, dict):
+        if official.get("applicable") is False:
+            ours = {key: value for key, value in ours.items() if key not in ("_meta", "reason")}
+            official = {key: value for key, value in official.items() if key not in ("_meta", "reason")}
+        return isinstance(ours, dict) and list(ours) == list(official) and all(
+            _agrees(ours[key], official[key], 0.01 if key == "_meta" else relative) for key in official)
+    if isinstance(official, list):
+        return isinstance(ours, list) and len(ours) == len(official) and all(
+            _agrees(a, b, relative) for a, b in zip(ours, official))
+    if isinstance(official, int | float) and isinstance(ours, int | float) and not isinstance(ours, bool):
+        return ours == official or abs(ours - official) <= relative * abs(official)
+    return ours == official
+
+
+def _milliseconds(values):
+    return f"{1000 * values:8.1f} ms"
+
+
+def report(runs):
+    lines = []
+    totals = {"ours": 0.0, "official": 0.0}
+    all_latencies = {"ours": [], "official": [], "ours_after_first": []}
+    for recording in SCRIPTS:
+        ours, official = runs["ours"][recording], runs.get("official", {}).get(recording)
+        lines.append(f"\n{recording}: {len(ours['calls'])} calls")
+        after_first = ours["latencies"][1:]
+        all_latencies["ours"] += ours["latencies"]
+        all_latencies["ours_after_first"] += after_first
+        totals["ours"] += ours["total"]
+        lines.append(f"  ours      total {ours['total']:7.2f} s  p50 {_milliseconds(statistics.median(ours['latencies']))}  "
+                     f"first call {_milliseconds(ours['latencies'][0])}  max after first {_milliseconds(max(after_first))}  "
+                     f"peak RSS so far {ours['peak_rss_mb']:6.0f} MB")
+        slowest = sorted(zip(after_first, ours["calls"][1:]), reverse=True)[:3]
+        lines.append("            slowest after first: " + ", ".join(f"{name} {1000 * t:.0f} ms" for t, name in slowest))
+        if official:
+            totals["official"] += official["total"]
+            all_latencies["official"] += official["latencies"]
+            agree = sum(_agrees(a, b) for a, b in zip(ours["results"], official["results"]))
+            lines.append(f"  official  total {official['total']:7.2f} s  p50 {_milliseconds(statistics.median(official['latencies']))}  "
+                         f"first call {_milliseconds(official['latencies'][0])}  max {_milliseconds(max(official['latencies']))}  "
+                         f"peak RSS so far {official['peak_rss_mb']:6.0f} MB")
+            lines.append(f"  speed-up  {official['total'] / ours['total']:6.1f}x over the script; results agree on {agree}/{len(ours['calls'])} calls")
+            for index, (a, b) in enumerate(zip(ours["results"], official["results"])):
+                if not _agrees(a, b):
+                    lines.append(f"    differs: call {index} {ours['calls'][index]}")
+    lines.append("\nwhole script (both recordings)")
+    lines.append(f"  ours      p50 {_milliseconds(statistics.median(all_latencies['ours']))}  "
+                 f"max after each record's first call {_milliseconds(max(all_latencies['ours_after_first']))}  "
+                 f"total {totals['ours']:.2f} s")
+    if all_latencies["official"]:
+        lines.append(f"  official  p50 {_milliseconds(statistics.median(all_latencies['official']))}  "
+                     f"max {_milliseconds(max(all_latencies['official']))}  total {totals['official']:.2f} s")
+        lines.append(f"  ratio     {totals['official'] / totals['ours']:.1f}x faster over the whole script; "
+                     f"p50 {statistics.median(all_latencies['official']) / statistics.median(all_latencies['ours']):.1f}x")
+    targets = [
+        ("p50 < 20 ms", statistics.median(all_latencies["ours"]) < 0.020),
+        ("max < 250 ms after each record's first call", max(all_latencies["ours_after_first"]) < 0.250),
+        ("peak RSS < 400 MB with the 4-hour file", runs["ours"]["chb"]["peak_rss_mb"] < 400),
+    ]
+    if all_latencies["official"]:
+        targets.insert(0, (">= 10x faster over the whole script", totals["official"] / totals["ours"] >= 10))
+    lines.append("\ntargets: " + "; ".join(f"{name}: {'met' if met else 'MISSED'}" for name, met in targets))
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", choices=("ours", "both"), default="both")
+    parser.add_argument("--child", nargs=2, metavar=("APPROACH", "OUTPUT"), help=argparse.SUPPRESS)
+    options = parser.parse_args(argv)
+    if options.child:
+        _child(*options.child)
+        return
+    for path, make in ((SLEEP_EDF, make_sleep_recording), (CHB_EDF, make_chb_recording)):
+        if not path.exists():
+            started = time.perf_counter()
+            make(path)
+            print(f"wrote {path.relative_to(ROOT)} ({path.stat().st_size / 1e6:.0f} MB) in {time.perf_counter() - started:.0f} s")
+    approaches = ["ours"] + (["official"] if options.only == "both" else [])
+    runs = {approach: _run_child(approach) for approach in approaches}
+    print(report(runs))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,383 @@
+"""Features of sample ranges of a recording, computed directly or from the segment cache.
+
+Each function here returns the unrounded numbers one tool reports, for a list of channel
+indices and a sample range ``[start, stop)``:
+
+* a range shorter than :data:`LARGE_RANGE_SAMPLES` is read and computed directly with the
+  official formulas (:mod:`tools_app.signal.spectral`, ``temporal``, ``noise``, ...);
+* a longer one is pooled from the per-segment statistics of
+  :class:`tools_app.signal.segments.RecordSegments`, or, where those cannot serve it (a
+  Welch grid that does not start on a unit boundary), streamed through in chunks.
+
+The choice depends only on the arguments and the recording's geometry, never on what is
+cached, so identical calls give identical numbers. The pooled and streamed results equal
+the direct ones up to floating-point summation order (relative differences near 1e-15),
+which the tests check.
+"""
+import threading
+import weakref
+
+import numpy as np
+
+from tools_app.signal import noise, segments, spectral, spatial, temporal, windowed
+
+#: Ranges at least this long (samples per channel) are not read into memory whole.
+LARGE_RANGE_SAMPLES = 1 << 17
+#: Streamed computations read about this many samples per channel at a time.
+_STREAM_SAMPLES = 1 << 20
+_EPS = np.finfo(np.float64).eps
+
+_sources = weakref.WeakKeyDictionary()
+_sources_lock = threading.Lock()
+
+
+def source_for(recording):
+    """Return the one :class:`SignalSource` of ``recording`` (kept while the recording lives)."""
+    with _sources_lock:
+        source = _sources.get(recording)
+        if source is None:
+            source = _sources[recording] = SignalSource(recording)
+        return source
+
+
+class SignalSource:
+    """A recording's signals with range features for the tools.
+
+    Parameters
+    ----------
+    recording : object
+        Anything with ``sfreq``, ``n_times``, ``ch_names`` and
+        ``get_data(picks, start, stop) -> ndarray (len(picks), stop - start)`` in volts.
+    """
+
+    def __init__(self, recording):
+        self.recording = recording
+        self.sfreq = float(recording.sfreq)
+        self.n_times = int(recording.n_times)
+        long_enough = self.n_times >= LARGE_RANGE_SAMPLES and spectral.welch_nperseg(self.sfreq, self.n_times) >= 4
+        self.segments = segments.RecordSegments(self.read, self.sfreq, self.n_times) if long_enough else None
+
+    def prepare(self):
+        """Fill the segment cache for every channel now, if the recording is long enough."""
+        if self.segments is not None:
+            self.segments.build(range(len(self.recording.ch_names)))
+
+    def read(self, picks, start, stop):
+        """Return samples ``[start, stop)`` of the channels ``picks`` (repeats allowed), V."""
+        picks = [int(pick) for pick in picks]
+        unique = sorted(set(picks))
+        data = np.asarray(self.recording.get_data(unique, int(start), int(stop)), dtype=np.float64)
+        if unique == picks:
+            return data
+        row = {pick: index for index, pick in enumerate(unique)}
+        return data[[row[pick] for pick in picks]]
+
+    def _large(self, start, stop):
+        return self.segments is not None and stop - start >= LARGE_RANGE_SAMPLES
+
+    def _per_pick(self, picks, compute):
+        """Return ``compute(pick)`` stacked for ``picks``, computing each channel once."""
+        results = {pick: compute(pick) for pick in dict.fromkeys(picks)}
+        return np.stack([results[pick] for pick in picks])
+
+    # ------------------------------------------------------------------ spectra
+
+    def welch(self, picks, start, stop):
+        """Return the official Welch PSD of each channel over ``[start, stop)``.
+
+        Returns
+        -------
+        freqs : ndarray, shape (n_freqs,), Hz
+        psd : ndarray, shape (len(picks), n_freqs), V²/Hz
+        """
+        n_times = stop - start
+        nperseg = spectral.welch_nperseg(self.sfreq, n_times)
+        freqs = spectral.welch_frequencies(self.sfreq, nperseg)
+        if not self._large(start, stop):
+            return spectral.welch_psd(self.read(picks, start, stop), self.sfreq, nperseg=nperseg)
+        n_segments = spectral.n_welch_segments(n_times, nperseg)
+        if start % self.segments.unit == 0 and nperseg == self.segments.nperseg:
+            psd = self._per_pick(picks, lambda pick: self.segments.psd_sum(pick, start, n_segments))
+        else:
+            psd = self._per_pick(picks, lambda pick: self._streamed_psd_sum(pick, start, nperseg, n_segments))
+        return freqs, psd / n_segments
+
+    def _streamed_psd_sum(self, pick, start, nperseg, n_segments):
+        step = spectral.welch_step(nperseg)
+        per_chunk = max(1, _STREAM_SAMPLES // step)
+        total = np.zeros(nperseg // 2 + 1)
+        for first in range(0, n_segments, per_chunk):
+            last = min(n_segments, first + per_chunk)
+            data = self.read([pick], start + first * step, start + (last - 1) * step + nperseg)[0]
+            total += spectral.segment_periodogram_sum(data, self.sfreq, nperseg)[0]
+        return total
+
+    def multitaper(self, picks, start, stop):
+        """Return the official "multitaper" PSD (see :func:`spectral.official_multitaper_psd`)."""
+        return spectral.official_multitaper_psd(self.read(picks, start, stop), self.sfreq)
+
+    # ------------------------------------------------------------------ amplitude statistics
+
+    def _pooled(self, picks, start, stop):
+        """Return the pooled statistics row of each channel over ``[start, stop)`` (a long range)."""
+        return self._per_pick(picks, lambda pick: segments.pool(self.segments.range_rows(pick, start, stop)))
+
+    def _zero_crossings(self, pick, start, stop, mean):
+        """Return the sign changes of ``x - mean`` over ``[start, stop)``, read in chunks."""
+        if start == 0 and stop == self.n_times:
+            whole = self.segments.channel(pick).whole_zero_crossings
+            if whole is not None and whole[0] == mean:
+                return whole[1]
+        count = 0
+        for first in range(start, stop, _STREAM_SAMPLES):
+            last = min(stop, first + _STREAM_SAMPLES + 1)
+            count += int(temporal.zero_crossing_count(self.read([pick], first, last)[0], mean))
+        return count
+
+    def rms_uv(self, picks, start, stop):
+        """Return the RMS of each channel over ``[start, stop)``, µV (computed in volts)."""
+        if not self._large(start, stop):
+            return temporal.rms_uv(self.read(picks, start, stop))
+        return _rms_v(self._pooled(picks, start, stop)) * 1e6
+
+    def temporal_features(self, picks, start, stop):
+        """Return the features of ``compute_temporal_features`` for each channel.
+
+        Returns
+        -------
+        features : dict of str to ndarray, shape (len(picks),)
+            ``mean_uv, std_uv, rms_uv, peak_to_peak_uv, skewness, kurtosis, hjorth_activity``
+            (V²), ``hjorth_mobility, hjorth_complexity, line_length_uv_s,
+            zero_crossing_rate_hz``.
+        """
+        duration = max(temporal.duration_sec(stop - start, self.sfreq), temporal.DURATION_FLOOR_SEC)
+        if not self._large(start, stop):
+            data = self.read(picks, start, stop)
+            mean, std, rms = temporal.mean_std_rms_uv(data)
+            skewness, kurtosis = temporal.skewness_kurtosis(data * 1e6)
+            activity, mobility, complexity = temporal.hjorth(data)
+            return {
+                "mean_uv": mean, "std_uv": std, "rms_uv": rms,
+                "peak_to_peak_uv": temporal.peak_to_peak_uv(data),
+                "skewness": skewness, "kurtosis": kurtosis,
+                "hjorth_activity": activity, "hjorth_mobility": mobility, "hjorth_complexity": complexity,
+                "line_length_uv_s": temporal.line_length_uv_s(data, self.sfreq),
+                "zero_crossing_rate_hz": temporal.zero_crossing_rate_hz(data, self.sfreq),
+            }
+        rows = self._pooled(picks, start, stop)
+        skewness, kurtosis = _shape_statistics(rows)
+        activity, mobility, complexity = temporal.hjorth_from_variances(*_variances(rows))
+        crossings = np.array([self._zero_crossings(pick, start, stop, mean)
+                              for pick, mean in zip(picks, rows[:, segments.COLUMN["mean"]])])
+        return {
+            "mean_uv": rows[:, segments.COLUMN["mean"]] * 1e6,
+            "std_uv": np.sqrt(_variances(rows)[0]) * 1e6,
+            "rms_uv": _rms_v(rows) * 1e6,
+            "peak_to_peak_uv": _peak_to_peak_uv(rows),
+            "skewness": skewness, "kurtosis": kurtosis,
+            "hjorth_activity": activity, "hjorth_mobility": mobility, "hjorth_complexity": complexity,
+            "line_length_uv_s": rows[:, segments.COLUMN["dabs"]] * 1e6 / duration,
+            "zero_crossing_rate_hz": crossings / duration,
+        }
+
+    def noise_features(self, picks):
+        """Return the amplitude indicators of ``compute_noise_metrics`` over the whole record.
+
+        Returns
+        -------
+        features : dict of str to ndarray, shape (len(picks),)
+            ``rms_uv``, ``flat_line_ratio`` and ``saturation_ratio``.
+        """
+        if not self._large(0, self.n_times):
+            data = self.read(picks, 0, self.n_times)
+            return {
+                "rms_uv": temporal.rms_uv(data),
+                "flat_line_ratio": noise.flat_line_ratio(data),
+                "saturation_ratio": np.array([noise.saturation_ratio(row) for row in data]),
+            }
+        channels = {pick: self.segments.channel(pick) for pick in picks}
+        return {
+            "rms_uv": _rms_v(self._pooled(picks, 0, self.n_times)) * 1e6,
+            "flat_line_ratio": np.array([channels[pick].flat_line_ratio for pick in picks]),
+            "saturation_ratio": np.array([channels[pick].saturation_ratio for pick in picks]),
+        }
+
+    # ------------------------------------------------------------------ correlation
+
+    def correlation(self, picks, start, stop):
+        """Return the Pearson correlation matrix of ``picks`` over ``[start, stop)``.
+
+        Returns
+        -------
+        correlation : ndarray, shape (len(picks), len(picks))
+        constant : ndarray of bool, shape (len(picks),)
+        """
+        if not self._large(start, stop):
+            return spatial.correlation_matrix(self.read(picks, start, stop))
+        count, mean, comoment = 0, np.zeros(len(picks)), np.zeros((len(picks), len(picks)))
+        for first in range(start, stop, _STREAM_SAMPLES):
+            data = self.read(picks, first, min(stop, first + _STREAM_SAMPLES))
+            chunk_count = data.shape[1]
+            chunk_mean = data.mean(axis=1)
+            centred = data - chunk_mean[:, np.newaxis]
+            chunk_comoment = centred @ centred.T
+            total = count + chunk_count
+            delta = chunk_mean - mean
+            comoment += chunk_comoment + np.outer(delta, delta) * (count * chunk_count / total)
+            mean += delta * (chunk_count / total)
+            count = total
+        return spatial.correlation_from_covariance(comoment, np.diag(comoment) / count)
+
+    # ------------------------------------------------------------------ windows
+
+    def windowed_features(self, picks, start, stop, window_samples, step_samples, features):
+        """Return the per-window features of ``compute_windowed_features``.
+
+        Parameters
+        ----------
+        picks : list of int
+        start, stop : int
+            The analysed range, samples.
+        window_samples, step_samples : int
+            Window length (≥ 4) and hop (≥ 1), samples.
+        features : iterable of str
+            Names from :data:`windowed.FEATURES`.
+
+        Returns
+        -------
+        starts : ndarray of int, shape (n_windows,)
+            Window starts relative to ``start``.
+        window_samples : int
+            The window length actually used (shorter than asked when no window fits).
+        values : dict of str to ndarray, shape (len(picks), n_windows)
+        """
+        starts, window_samples = windowed.window_starts(stop - start, window_samples, step_samples)
+        features = windowed.ordered(features)
+        if self._windows_cached(start, starts, window_samples, step_samples):
+            values = self._cached_windows(picks, start, starts, window_samples, features)
+        else:
+            values = self._direct_windows(picks, start, starts, window_samples, features)
+        return starts, window_samples, values
+
+    def _windows_cached(self, start, starts, window_samples, step_samples):
+        if self.segments is None or len(starts) * window_samples < LARGE_RANGE_SAMPLES:
+            return False
+        unit = self.segments.unit
+        return (
+            start % unit == 0
+            and step_samples % unit == 0
+            and window_samples % unit == 0
+            and window_samples >= self.segments.nperseg
+        )
+
+    def _direct_windows(self, picks, start, starts, window_samples, features):
+        batches = []
+        for local in _window_batches(starts, window_samples):
+            data = self.read(picks, start + local[0], start + local[-1] + window_samples)
+            batches.append(windowed.window_features(data, self.sfreq, local - local[0], window_samples, features))
+        return {name: np.concatenate([batch[name] for batch in batches], axis=-1) for name in features}
+
+    def _cached_windows(self, picks, start, starts, window_samples, features):
+        unit = self.segments.unit
+        first_units = (start + starts) // unit
+        n_units = window_samples // unit
+        n_segments = spectral.n_welch_segments(window_samples, self.segments.nperseg)
+        duration = max(temporal.duration_sec(window_samples, self.sfreq), temporal.DURATION_FLOOR_SEC)
+        wanted = set(features)
+
+        def channel(pick):
+            values = {}
+            if wanted & set(windowed.TIME_FEATURES):
+                rows = segments.pool(self.segments.window_rows(pick, first_units, n_units))
+                values.update(_window_time_features(rows, wanted, duration))
+                if "zero_crossing_rate_hz" in wanted:
+                    values["zero_crossing_rate_hz"] = self._window_crossings(
+                        pick, start, starts, window_samples, rows[:, segments.COLUMN["mean"]]) / duration
+            if wanted & set(windowed.SPECTRAL_FEATURES):
+                bands = self.segments.window_band_powers(pick, first_units, n_segments) * 1e12
+                band_uv2 = {band: bands[:, column] for column, band in enumerate(spectral.WINDOWED_BANDS)}
+                values.update(windowed.spectral_features(band_uv2, features, (len(starts),)))
+            return values
+
+        per_channel = {pick: channel(pick) for pick in dict.fromkeys(picks)}
+        return {name: np.stack([per_channel[pick][name] for pick in picks]) for name in features}
+
+    def _window_crossings(self, pick, start, starts, window_samples, means):
+        counts, done = [], 0
+        for local in _window_batches(starts, window_samples):
+            data = self.read([pick], start + local[0], start + local[-1] + window_samples)[0]
+            views = np.lib.stride_tricks.sliding_window_view(data, window_samples)[local - local[0]]
+            counts.append(temporal.zero_crossing_count(views, means[done : done + len(local)]))
+            done += len(local)
+        return np.concatenate(counts).astype(np.float64)
+
+
+def _window_batches(starts, window_samples):
+    """Split window starts into consecutive batches spanning about :data:`_STREAM_SAMPLES` samples.
+
+    A batch always holds at least one window, so each read covers at most one window or
+    ``_STREAM_SAMPLES`` samples, whichever is longer, whatever the hop between windows.
+    """
+    span = max(_STREAM_SAMPLES, window_samples)
+    first = 0
+    while first < len(starts):
+        last = int(np.searchsorted(starts, starts[first] + span - window_samples, side="right"))
+        last = max(last, first + 1)
+        yield starts[first:last]
+        first = last
+
+
+# ---------------------------------------------------------------------- pooled rows to features
+
+def _variances(rows):
+    """Return the population variances of x, dx and ddx from pooled rows, V²."""
+    column = segments.COLUMN
+    return (
+        rows[..., column["m2"]] / rows[..., column["n"]],
+        rows[..., column["dm2"]] / rows[..., column["dn"]],
+        rows[..., column["cm2"]] / rows[..., column["cn"]],
+    )
+
+
+def _rms_v(rows):
+    column = segments.COLUMN
+    mean = rows[..., column["mean"]]
+    return np.sqrt(mean * mean + rows[..., column["m2"]] / rows[..., column["n"]])
+
+
+def _peak_to_peak_uv(rows):
+    column = segments.COLUMN
+    return rows[..., column["high"]] * 1e6 - rows[..., column["low"]] * 1e6
+
+
+def _shape_statistics(rows):
+    """Return scipy's biased skewness and Fisher kurtosis (of the µV signal) from pooled rows.
+
+    NaN where scipy would give NaN: a variance at or below ``(eps * mean)²``.
+    """
+    column = segments.COLUMN
+    n = rows[..., column["n"]]
+    mean_uv = rows[..., column["mean"]] * 1e6
+    m2 = rows[..., column["m2"]] / n * 1e12
+    m3 = rows[..., column["m3"]] / n * 1e18
+    m4 = rows[..., column["m4"]] / n * 1e24
+    with np.errstate(all="ignore"):
+        degenerate = m2 <= (_EPS * mean_uv) ** 2
+        skewness = np.where(degenerate, np.nan, m3 / m2**1.5)
+        kurtosis = np.where(degenerate, np.nan, m4 / m2**2 - 3.0)
+    return skewness, kurtosis
+
+
+def _window_time_features(rows, wanted, duration):
+    """Return the requested time-domain window features (except the zero-crossing rate)."""
+    column = segments.COLUMN
+    variance, step_variance, _ = _variances(rows)
+    computed = {
+        "rms_uv": lambda: _rms_v(rows) * 1e6,
+        "std_uv": lambda: np.sqrt(variance) * 1e6,
+        "kurtosis": lambda: _shape_statistics(rows)[1],
+        "peak_to_peak_uv": lambda: _peak_to_peak_uv(rows),
+        "line_length_uv_s": lambda: rows[..., column["dabs"]] * 1e6 / duration,
+        "hjorth_mobility": lambda: np.sqrt(step_variance / np.maximum(variance, temporal.VARIANCE_FLOOR)),
+    }
+    return {name: compute() for name, compute in computed.items() if name in wanted}

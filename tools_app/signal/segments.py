@@ -1,0 +1,447 @@
+"""Per-segment sufficient statistics of a long recording, and their exact combination.
+
+A long recording is cut into *units* of one Welch hop (``nperseg - nperseg // 2`` samples,
+1 s at integer sampling rates). For each unit of each channel a *row* of statistics is kept
+that pools exactly, up to floating-point summation order, into the statistics of any
+stretch of units: the count, mean and central moment sums of the samples and their extremes,
+and the count, mean and squared-deviation sum of the first and second differences, with the
+summed absolute step. A difference that straddles a unit boundary belongs to no unit; the
+three per boundary are kept on their own and join a range only when all their samples are
+inside it. Rows of 64 consecutive units are also kept pooled, so a long range pools a few
+hundred rows.
+
+For every Welch segment (segments start on unit boundaries) its integrals over the six
+windowed-feature bands are kept, and for every block of :data:`SEGMENTS_PER_BLOCK` segments
+the summed periodogram, so the Welch PSD of a unit-aligned range is a sum of blocks plus the
+few segments at its edges, recomputed. Whole-recording figures that only the noise metrics
+need (the share of samples at the extremes, of flat steps) and the whole-recording
+zero-crossing count are computed once, exactly, while the channel is read.
+
+A unit's statistics depend on its samples alone, so the cache holds the same numbers however
+it was filled (pieces, threads, channel sets) and a result never depends on call history.
+"""
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from tools_app.signal import noise, spectral, temporal
+
+#: Segment periodograms are summed in blocks of this many segments; unit rows are pooled in
+#: blocks of as many units.
+SEGMENTS_PER_BLOCK = 64
+#: A channel is read in chunks of at most this many samples (one read for most recordings: a
+#: resampled EDF channel costs a whole-channel FFT per read) ...
+_READ_SAMPLES = 1 << 23
+#: ... and processed in pieces of about this many, small enough for the processor cache.
+_COMPUTE_SAMPLES = 1 << 16
+#: Pieces of one channel are processed by this many threads (numpy releases the GIL).
+_WORKERS = max(1, min(2, os.cpu_count() or 1))
+
+#: Columns of a statistics row: the samples' count, mean, Σ(x - mean)^k for k = 2..4 and
+#: extremes; the first differences' count, mean, Σ(dx - mean)² and Σ|dx|; the second
+#: differences' count, mean and Σ(ddx - mean)².
+FIELDS = ("n", "mean", "m2", "m3", "m4", "low", "high", "dn", "dmean", "dm2", "dabs", "cn", "cmean", "cm2")
+COLUMN = {name: index for index, name in enumerate(FIELDS)}
+_N, _MEAN, _M2, _M3, _M4, _LOW, _HIGH, _DN, _DMEAN, _DM2, _DABS, _CN, _CMEAN, _CM2 = range(len(FIELDS))
+
+
+def rows_of(values, count=None):
+    """Return the statistics row of everything that starts in ``values[..., :count]``.
+
+    Parameters
+    ----------
+    values : ndarray, shape (..., n), V
+        Samples; those past ``count`` only complete the differences that start before it.
+    count : int, optional
+        How many leading samples the row covers (default: all), at least 1.
+
+    Returns
+    -------
+    rows : ndarray, shape (..., len(FIELDS))
+    """
+    values = np.asarray(values, dtype=np.float64)
+    count = values.shape[-1] if count is None else count
+    inside = values[..., :count]
+    all_steps = np.diff(values[..., : count + 2], axis=-1)
+    steps = all_steps[..., :count]
+    rows = np.empty(values.shape[:-1] + (len(FIELDS),))
+    mean = inside.mean(axis=-1)
+    deviation = inside - mean[..., np.newaxis]
+    squared = deviation * deviation
+    rows[..., _N] = count
+    rows[..., _MEAN] = mean
+    rows[..., _M2] = squared.sum(axis=-1)
+    rows[..., _M3] = np.einsum("...i,...i->...", squared, deviation)
+    rows[..., _M4] = np.einsum("...i,...i->...", squared, squared)
+    rows[..., _LOW] = inside.min(axis=-1)
+    rows[..., _HIGH] = inside.max(axis=-1)
+    _second_order(steps, rows, _DN)
+    rows[..., _DABS] = np.abs(steps).sum(axis=-1)
+    _second_order(np.diff(all_steps, axis=-1)[..., :count], rows, _CN)
+    return rows
+
+
+def _second_order(values, rows, first_column):
+    """Write the count, mean and Σ(v - mean)² of ``values`` into three columns of ``rows``."""
+    size = values.shape[-1]
+    rows[..., first_column] = size
+    if size == 0:
+        rows[..., first_column + 1] = rows[..., first_column + 2] = 0.0
+        return
+    total = values.sum(axis=-1)
+    rows[..., first_column + 1] = total / size
+    rows[..., first_column + 2] = np.einsum("...i,...i->...", values, values) - total * total / size
+
+
+def boundary_rows(step, curvature_before, curvature_after, *, step_in, after_in):
+    """Return rows holding the differences straddling unit boundaries.
+
+    Each boundary gives two rows: the step and the second difference that end on the next
+    unit's first sample (present when ``step_in``), and the second difference that ends one
+    sample later (present when ``after_in``). The rows hold no samples.
+
+    Returns
+    -------
+    rows : ndarray, shape (..., 2 * n_boundaries, len(FIELDS))
+    """
+    shape = np.shape(step)
+    first = np.zeros(shape + (len(FIELDS),))
+    second = np.zeros(shape + (len(FIELDS),))
+    for rows in (first, second):
+        rows[..., _LOW] = np.inf
+        rows[..., _HIGH] = -np.inf
+    step = np.where(step_in, step, 0.0)
+    first[..., _DN] = step_in
+    first[..., _DMEAN] = step
+    first[..., _DABS] = np.abs(step)
+    first[..., _CN] = step_in
+    first[..., _CMEAN] = np.where(step_in, curvature_before, 0.0)
+    second[..., _CN] = after_in
+    second[..., _CMEAN] = np.where(after_in, curvature_after, 0.0)
+    return np.concatenate([first, second], axis=-2)
+
+
+def pool(rows):
+    """Return the row of the union of the stretches in ``rows`` (second-to-last axis).
+
+    Uses the exact formulas for pooling central moments of several groups about the
+    pooled mean.
+
+    Parameters
+    ----------
+    rows : ndarray, shape (..., n_rows, len(FIELDS))
+
+    Returns
+    -------
+    pooled : ndarray, shape (..., len(FIELDS))
+    """
+    pooled = np.empty(rows.shape[:-2] + (len(FIELDS),))
+    n, mean = rows[..., _N], rows[..., _MEAN]
+    m2, m3 = rows[..., _M2], rows[..., _M3]
+    total = n.sum(axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        centre = (n * mean).sum(axis=-1) / total
+    delta = np.where(n > 0, mean - centre[..., np.newaxis], 0.0)
+    delta2 = delta * delta
+    pooled[..., _N] = total
+    pooled[..., _MEAN] = centre
+    pooled[..., _M2] = (m2 + n * delta2).sum(axis=-1)
+    pooled[..., _M3] = (m3 + 3 * delta * m2 + n * delta2 * delta).sum(axis=-1)
+    pooled[..., _M4] = (rows[..., _M4] + 4 * delta * m3 + 6 * delta2 * m2 + n * delta2 * delta2).sum(axis=-1)
+    pooled[..., _LOW] = rows[..., _LOW].min(axis=-1)
+    pooled[..., _HIGH] = rows[..., _HIGH].max(axis=-1)
+    for count in (_DN, _CN):
+        n, mean = rows[..., count], rows[..., count + 1]
+        total = n.sum(axis=-1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            centre = (n * mean).sum(axis=-1) / total
+        delta = np.where(n > 0, mean - centre[..., np.newaxis], 0.0)
+        pooled[..., count] = total
+        pooled[..., count + 1] = centre
+        pooled[..., count + 2] = (rows[..., count + 2] + n * delta * delta).sum(axis=-1)
+    pooled[..., _DABS] = rows[..., _DABS].sum(axis=-1)
+    return pooled
+
+
+class ChannelSegments:
+    """The cached statistics of one channel.
+
+    Attributes
+    ----------
+    unit : int
+        Samples per unit.
+    units : ndarray, shape (n_units, len(FIELDS))
+    steps, curvatures_before, curvatures_after : ndarray, shape (n_units,)
+        The differences straddling the end of each unit; NaN where they would leave the
+        recording.
+    unit_blocks : ndarray, shape (n_unit_blocks, len(FIELDS))
+        Units ``[k * 64, (k + 1) * 64)`` pooled with the differences straddling their inner
+        boundaries.
+    segment_bands : ndarray, shape (n_segments, 6), V²
+        Each segment periodogram integrated over :data:`spectral.WINDOWED_BANDS`.
+    block_psd : ndarray, shape (n_blocks, n_freqs), V²/Hz
+        Summed periodograms of segments ``[k * 64, (k + 1) * 64)``.
+    saturation_ratio, flat_line_ratio : float
+        The whole recording's noise-metric ratios, exactly as the official definitions.
+    whole_zero_crossings : tuple of (float, int) or None
+        The whole recording's mean as pooled here and the sign changes of ``x - mean``;
+        kept when the channel was read in one piece.
+    """
+
+    def __init__(self, unit, units, boundaries, segment_bands, block_psd):
+        self.unit = unit
+        self.units = units
+        self.steps, self.curvatures_before, self.curvatures_after = boundaries
+        self.segment_bands = segment_bands
+        self.block_psd = block_psd
+        self.unit_blocks = self._pooled_blocks()
+        self.saturation_ratio = self.flat_line_ratio = None
+        self.whole_zero_crossings = None
+
+    def _pooled_blocks(self):
+        n_units = len(self.units)
+        full = n_units // SEGMENTS_PER_BLOCK * SEGMENTS_PER_BLOCK
+        index = np.arange(full).reshape(-1, SEGMENTS_PER_BLOCK)
+        blocks = [pool(np.concatenate([self.units[index], self.boundaries(index[:, :-1])], axis=1))]
+        if full < n_units:
+            rest = np.arange(full, n_units)
+            blocks.append(pool(np.concatenate([self.units[rest], self.boundaries(rest[:-1])]))[np.newaxis])
+        return np.concatenate(blocks)
+
+    def boundaries(self, index, stop=None):
+        """Return the boundary rows of units ``index``, only those ending before ``stop`` if given."""
+        steps, after = self.steps[index], self.curvatures_after[index]
+        step_in, after_in = np.isfinite(steps), np.isfinite(after)
+        if stop is not None:
+            ends = (np.asarray(index) + 1) * self.unit
+            step_in &= ends < stop
+            after_in &= ends + 1 < stop
+        return boundary_rows(steps, self.curvatures_before[index], after, step_in=step_in, after_in=after_in)
+
+    def rows(self, first, last, stop):
+        """Return rows pooling units ``[first, last)`` and their boundaries that end before ``stop``."""
+        first_block, last_block = -(-first // SEGMENTS_PER_BLOCK), last // SEGMENTS_PER_BLOCK
+        if last_block <= first_block:
+            index = np.arange(first, last)
+            return np.concatenate([self.units[index], self.boundaries(index, stop)])
+        head = np.arange(first, first_block * SEGMENTS_PER_BLOCK)
+        tail = np.arange(last_block * SEGMENTS_PER_BLOCK, last)
+        block_ends = np.arange(first_block + 1, last_block + 1) * SEGMENTS_PER_BLOCK - 1
+        return np.concatenate([
+            self.units[head], self.boundaries(head, stop),
+            self.unit_blocks[first_block:last_block], self.boundaries(block_ends, stop),
+            self.units[tail], self.boundaries(tail, stop),
+        ])
+
+
+class RecordSegments:
+    """Per-segment statistics of one recording, built per channel on first use.
+
+    Parameters
+    ----------
+    read : callable
+        ``read(picks, start, stop) -> ndarray (len(picks), stop - start)`` in volts.
+    sfreq : float
+        Sampling rate, Hz.
+    n_times : int
+        Samples per channel; at least ``int(2 * sfreq)`` and 4.
+    """
+
+    def __init__(self, read, sfreq, n_times):
+        self.read = read
+        self.sfreq = float(sfreq)
+        self.n_times = int(n_times)
+        self.nperseg = spectral.welch_nperseg(self.sfreq, self.n_times)
+        self.unit = spectral.welch_step(self.nperseg)
+        self.n_units = -(-self.n_times // self.unit)
+        self.n_segments = spectral.n_welch_segments(self.n_times, self.nperseg)
+        self.freqs = spectral.welch_frequencies(self.sfreq, self.nperseg)
+        self._band_weights = spectral.band_weights(self.freqs, spectral.WINDOWED_BANDS)
+        self._channels = {}
+        self._lock = threading.Lock()
+
+    def channel(self, pick):
+        """Return the :class:`ChannelSegments` of channel index ``pick``, building it if needed."""
+        if pick not in self._channels:
+            self.build([pick])
+        return self._channels[pick]
+
+    def build(self, picks):
+        """Fill the cache for every channel in ``picks`` that is not in it yet."""
+        with self._lock:
+            missing = sorted(set(picks) - set(self._channels))
+            if not missing:
+                return
+            with ThreadPoolExecutor(max_workers=_WORKERS) as workers:
+                for pick in missing:
+                    self._channels[pick] = self._build_channel(pick, workers)
+
+    def _build_channel(self, pick, workers):
+        unit = self.unit
+        units = np.empty((self.n_units, len(FIELDS)))
+        boundaries = np.full((3, self.n_units), np.nan)
+        bands = np.empty((self.n_segments, len(spectral.WINDOWED_BANDS)))
+        blocks = np.zeros((-(-self.n_segments // SEGMENTS_PER_BLOCK), len(self.freqs)))
+        units_per_read = max(1, _READ_SAMPLES // unit // SEGMENTS_PER_BLOCK) * SEGMENTS_PER_BLOCK
+        units_per_piece = max(1, _COMPUTE_SAMPLES // unit // SEGMENTS_PER_BLOCK) * SEGMENTS_PER_BLOCK
+        lookahead = max(self.nperseg - unit, 2)
+        extremes, flat_steps = [], 0
+        for first in range(0, self.n_units, units_per_read):
+            last = min(self.n_units, first + units_per_read)
+            start, stop = first * unit, min(self.n_times, last * unit)
+            data = self.read([pick], start, min(self.n_times, stop + lookahead))[0]
+            self._fill_boundaries(boundaries, data, first, last)
+            for piece_extremes, piece_flat_steps in workers.map(
+                lambda piece: self._fill_piece(units, bands, blocks, data, start, piece, min(last, piece + units_per_piece)),
+                range(first, last, units_per_piece),
+            ):
+                extremes.append(piece_extremes)
+                flat_steps += piece_flat_steps
+        cached = ChannelSegments(unit, units, boundaries, bands, blocks)
+        cached.saturation_ratio = _saturation_ratio(extremes, self.n_times)
+        cached.flat_line_ratio = flat_steps / (self.n_times - 1)
+        if units_per_read >= self.n_units:
+            mean = pool(self._rows(cached, pick, 0, self.n_times))[_MEAN]
+            cached.whole_zero_crossings = (mean, int(temporal.zero_crossing_count(data[: self.n_times], mean)))
+        return cached
+
+    def _fill_piece(self, units, bands, blocks, data, start, first, last):
+        """Compute the rows of units ``[first, last)`` and of the segments starting in them.
+
+        Returns the piece's extremes with their counts, and its number of flat steps (those
+        starting in the piece), for the whole-recording noise ratios.
+        """
+        unit = self.unit
+        offset = first * unit - start
+        stop = min(self.n_times, last * unit) - start
+        n_full = (stop - offset) // unit
+        units[first : first + n_full] = rows_of(data[offset : offset + n_full * unit].reshape(n_full, unit))
+        if first + n_full < last:
+            units[first + n_full] = rows_of(data[offset + n_full * unit : stop])
+        inside = data[offset:stop]
+        low, high = inside.min(), inside.max()
+        extremes = (low, high, np.count_nonzero(inside == low), np.count_nonzero(inside == high))
+        flat_steps = np.count_nonzero(np.abs(np.diff(data[offset : stop + 1])) < noise.FLAT_STEP_V)
+        last_segment = min(last, self.n_segments)
+        if last_segment > first:
+            self._fill_segments(bands, blocks, data, offset, first, last_segment)
+        return extremes, flat_steps
+
+    def _fill_segments(self, bands, blocks, data, offset, first, last_segment):
+        """Compute the band integrals and block sums of segments ``[first, last_segment)``."""
+        unit = self.unit
+        covered = data[offset : offset + (last_segment - first - 1) * unit + self.nperseg]
+        periodograms = spectral.segment_periodograms(covered, self.sfreq, self.nperseg)
+        bands[first:last_segment] = periodograms @ self._band_weights
+        block_of = np.arange(first, last_segment) // SEGMENTS_PER_BLOCK
+        edges = np.flatnonzero(np.diff(block_of, prepend=-1))
+        blocks[block_of[edges]] += np.add.reduceat(periodograms, edges, axis=0)
+
+    def _fill_boundaries(self, boundaries, data, first, last):
+        """Compute the differences straddling the ends of units ``[first, last)``."""
+        ends = self.unit * np.arange(first + 1, last + 1)
+        local = ends - first * self.unit
+        has_step, has_after = ends < self.n_times, ends + 1 < self.n_times
+        at = local[has_step]
+        step = data[at] - data[at - 1]
+        boundaries[0, first:last][has_step] = step
+        boundaries[1, first:last][has_step] = step - (data[at - 1] - data[at - 2])
+        at = local[has_after]
+        boundaries[2, first:last][has_after] = (data[at + 1] - data[at]) - (data[at] - data[at - 1])
+
+    # ------------------------------------------------------------------ range queries
+
+    def range_rows(self, pick, start, stop):
+        """Return the rows whose pool is the statistics of samples ``[start, stop)`` of a channel.
+
+        Whole units come from the cache; a partial unit at either end is read and computed
+        directly, with the differences that link it to its neighbour.
+
+        Returns
+        -------
+        rows : ndarray, shape (n_rows, len(FIELDS))
+        """
+        return self._rows(self.channel(pick), pick, start, stop)
+
+    def _rows(self, cached, pick, start, stop):
+        unit = self.unit
+        first_full = -(-start // unit)
+        last_full = max(first_full, self.n_units if stop >= self.n_times else stop // unit)
+        head_stop = min(first_full * unit, stop)
+        parts = []
+        if head_stop > start:
+            head = self.read([pick], start, min(stop, head_stop + 2))[0]
+            parts.append(rows_of(head, head_stop - start)[np.newaxis])
+        parts.append(cached.rows(first_full, last_full, stop))
+        tail_start = max(last_full * unit, head_stop)
+        if stop > tail_start:
+            parts.append(rows_of(self.read([pick], tail_start, stop)[0])[np.newaxis])
+        return np.concatenate(parts, axis=0)
+
+    def window_rows(self, pick, first_units, n_units):
+        """Return the rows of unit-aligned windows, ready for :func:`pool`.
+
+        Parameters
+        ----------
+        pick : int
+            Channel index.
+        first_units : ndarray of int, shape (n_windows,)
+            First unit of each window.
+        n_units : int
+            Units per window (≥ 1); windows must lie inside the recording.
+
+        Returns
+        -------
+        rows : ndarray, shape (n_windows, 3 * n_units - 2, len(FIELDS))
+        """
+        cached = self.channel(pick)
+        index = first_units[:, np.newaxis] + np.arange(n_units)
+        return np.concatenate([cached.units[index], cached.boundaries(index[:, :-1])], axis=1)
+
+    def window_band_powers(self, pick, first_units, n_segments):
+        """Return the mean segment band integrals of windows starting at ``first_units``.
+
+        Returns
+        -------
+        bands : ndarray, shape (n_windows, 6), V²
+            The Welch PSD of each window (``n_segments`` segments) integrated over the six
+            windowed-feature bands.
+        """
+        cached = self.channel(pick)
+        index = first_units[:, np.newaxis] + np.arange(n_segments)
+        return cached.segment_bands[index].sum(axis=1) / n_segments
+
+    def psd_sum(self, pick, start, n_segments):
+        """Return the summed periodogram of ``n_segments`` segments from sample ``start``.
+
+        ``start`` must be a multiple of :attr:`unit`, so that the segments are cached ones.
+        """
+        cached = self.channel(pick)
+        first = start // self.unit
+        last = first + n_segments
+        first_block = -(-first // SEGMENTS_PER_BLOCK)
+        last_block = last // SEGMENTS_PER_BLOCK
+        if last_block <= first_block:
+            return self._direct_segments(pick, first, last)
+        total = cached.block_psd[first_block:last_block].sum(axis=0)
+        total = total + self._direct_segments(pick, first, first_block * SEGMENTS_PER_BLOCK)
+        return total + self._direct_segments(pick, last_block * SEGMENTS_PER_BLOCK, last)
+
+    def _direct_segments(self, pick, first, last):
+        if last <= first:
+            return np.zeros(len(self.freqs))
+        data = self.read([pick], first * self.unit, (last - 1) * self.unit + self.nperseg)[0]
+        return spectral.segment_periodogram_sum(data, self.sfreq, self.nperseg)[0]
+
+
+def _saturation_ratio(extremes, n_times):
+    """Return the share of samples at the minimum or maximum, from per-chunk extremes."""
+    low = min(chunk[0] for chunk in extremes)
+    high = max(chunk[1] for chunk in extremes)
+    if low == high:
+        return 1.0
+    at_low = sum(chunk[2] for chunk in extremes if chunk[0] == low)
+    at_high = sum(chunk[3] for chunk in extremes if chunk[1] == high)
+    return (at_low + at_high) / n_times
