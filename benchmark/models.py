@@ -107,6 +107,9 @@ class Release(models.Model):
         default=dict, blank=True, help_text='Relative path → {"sha256": …, "size": …} for every file.'
     )
     checksum = models.CharField(max_length=64, editable=False, help_text="sha256 of the manifest.")
+    descriptor = models.TextField(
+        blank=True, help_text="The release's benchmark/benchmark.json, verbatim (written back by an export)."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -167,6 +170,9 @@ class Instance(models.Model):
     task = models.ForeignKey(Task, on_delete=models.PROTECT, related_name="instances")
     scenario_id = models.CharField(max_length=200)
     record_id = models.CharField(max_length=64)
+    release_record_id = models.CharField(
+        max_length=64, blank=True, help_text="The release's own record id; sequential, so never shown to an agent."
+    )
     subject = models.CharField(max_length=64, blank=True, help_text="e.g. chb17 for chb17a.")
     duration_sec = models.FloatField(null=True, blank=True)
     sfreq = models.FloatField(null=True, blank=True, help_text="Sampling rate in Hz.")
@@ -175,9 +181,16 @@ class Instance(models.Model):
     metadata = models.JSONField(default=dict, blank=True, help_text="Whitelisted metadata for the prompt.")
     prompt_input = models.JSONField(default=dict, blank=True, help_text="The scenario's input block.")
     expected_output_schema = models.JSONField(default=dict, blank=True)
+    allowed_tools = models.JSONField(default=list, blank=True, help_text="Tool names the scenario allows.")
     recording_path = models.TextField(blank=True, help_text="Relative to the release root; blank for T1.")
     reference = models.JSONField(default=dict, blank=True, help_text="The hidden gold answer.")
     position = models.PositiveIntegerField(default=0, help_text="Order within the task.")
+    release_lines = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text='The release lines this instance came from, verbatim: {"scenario"|"runtime"|"answer_key"|'
+        '"manifest": {"line": n, "text": "…"}}, so an export reproduces the files byte for byte.',
+    )
 
     class Meta:
         ordering = ["suite_id", "task_id", "position"]
@@ -211,6 +224,7 @@ class Instance(models.Model):
         if include_hidden:
             data |= {
                 "scenario_id": self.scenario_id,
+                "release_record_id": self.release_record_id,
                 "subject": self.subject,
                 "recording_path": self.recording_path,
                 "reference": self.reference,
