@@ -426,3 +426,23 @@ def test_export_never_overwrites_existing_files(t1_release, tmp_path):
 def test_export_of_an_unknown_suite_names_the_problem():
     with pytest.raises(CommandError, match="no suite named 'nope'"):
         run("export_release", "nope", "--out", "/nonexistent")
+
+
+def test_imported_official_t3_instances_answer_every_tool(bonn_release):
+    """The official T3 instances whose Bonn files are present run all ten tools on their recording."""
+    from tools_app import TOOL_NAMES, call_tool
+
+    suite = import_release(path=bonn_release, skip_missing=True).suite
+    root = bonn_release
+    for instance in suite.instances.all():
+        for tool in TOOL_NAMES:
+            result = call_tool(root / instance.recording_path, tool, {"record_id": instance.record_id},
+                               record_id=instance.record_id, metadata=instance.metadata)
+            if tool == "compute_channel_correlation":  # one channel: the official "need 2 channels" error
+                assert result["error"].startswith("Need at least 2 valid channels"), result
+                continue
+            assert "error" not in result, (instance.scenario_id, tool, result)
+            assert result["record_id"] == instance.record_id
+        info = call_tool(root / instance.recording_path, "get_recording_info", {"record_id": instance.record_id},
+                         record_id=instance.record_id, metadata=instance.metadata)
+        assert (info["sampling_rate"], info["n_channels"]) == (173.6, 1)
