@@ -4,6 +4,7 @@ The defaults run on a laptop with no configuration at all: DEBUG on, SQLite in `
 django-q2's ORM broker. A deployment sets at least ``DEBUG=false``, ``SECRET_KEY`` and
 ``ALLOWED_HOSTS``, and usually ``DATABASE_URL`` (PostgreSQL) and ``REDIS_URL``.
 """
+import importlib.util
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -157,11 +158,24 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATICFILES_DIRS = [BASE_DIR / "static"]
+# plotly.js is served from the copy inside the plotly package (as static/plotly/plotly.min.js),
+# so the charts work offline and always match the Python package that builds the figures.
+PLOTLY_JS_DIR = Path(importlib.util.find_spec("plotly").origin).parent / "package_data"
+STATICFILES_DIRS = [BASE_DIR / "static", ("plotly", PLOTLY_JS_DIR)]
 STATIC_ROOT = BASE_DIR / "staticfiles"
 
 REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticatedOrReadOnly"],
+    "DEFAULT_THROTTLE_CLASSES": [
+        "rest_framework.throttling.AnonRateThrottle",
+        "rest_framework.throttling.UserRateThrottle",
+    ],
+    "DEFAULT_THROTTLE_RATES": {
+        "anon": env_str("EEGAB_API_ANON_RATE", "120/min"),
+        "user": env_str("EEGAB_API_USER_RATE", "600/min"),
+    },
+    "DEFAULT_PAGINATION_CLASS": "leaderboard.api.views.Pagination",
+    "PAGE_SIZE": env_int("EEGAB_API_PAGE_SIZE", 50),
 }
 
 # One queued task is one episode. An episode may legitimately take up to the timeout (a long
@@ -185,3 +199,46 @@ else:
 
 # Where imported releases (scenarios, answer keys and recordings) live on disk.
 EEGAB_DATA_ROOT = Path(env_str("EEGAB_DATA_ROOT") or BASE_DIR / "var" / "releases")
+
+# Whether visitors see episodes' reference answers (outcome figures, reference labels); staff always do.
+EEGAB_PUBLIC_REFERENCES = env_bool("EEGAB_PUBLIC_REFERENCES", True)
+
+# Production: with DEBUG off the site is served over HTTPS only, and whitenoise serves the
+# static files that `manage.py collectstatic` gathered, compressed and with hashed names so
+# browsers may cache them for ever. `manage.py check --deploy` is clean with the defaults.
+if not DEBUG:
+    MIDDLEWARE.insert(MIDDLEWARE.index("django.middleware.security.SecurityMiddleware") + 1,
+                      "whitenoise.middleware.WhiteNoiseMiddleware")
+    STORAGES = {
+        "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+        "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+    }
+    # Off when the proxy in front already redirects plain HTTP to HTTPS.
+    SECURE_SSL_REDIRECT = env_bool("EEGAB_SECURE_SSL_REDIRECT", True)
+    # Only behind a proxy that sets X-Forwarded-Proto on every request (and drops the client's own):
+    # otherwise a client could claim HTTPS.
+    if env_bool("EEGAB_SECURE_PROXY_SSL_HEADER", False):
+        SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_HSTS_SECONDS = env_int("EEGAB_SECURE_HSTS_SECONDS", 31_536_000)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("EEGAB_SECURE_HSTS_INCLUDE_SUBDOMAINS", True)
+    # The preload list's maintainers ask that preloading never be on by default; opting in is
+    # the site owner's step (EEGAB_SECURE_HSTS_PRELOAD=true, then submitting the domain).
+    SECURE_HSTS_PRELOAD = env_bool("EEGAB_SECURE_HSTS_PRELOAD", False)
+    if not SECURE_HSTS_PRELOAD:
+        SILENCED_SYSTEM_CHECKS = ["security.W021"]
+    SECURE_CONTENT_TYPE_NOSNIFF = True
+    SECURE_REFERRER_POLICY = "same-origin"
+    X_FRAME_OPTIONS = "DENY"
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    # Django's default logging prints nothing when DEBUG is off: send warnings and errors
+    # (tracebacks of failed requests and queue tasks included) to stderr, for the service
+    # manager's journal, with the queue workers' one line per task.
+    LOGGING = {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+        "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "plain"}},
+        "root": {"handlers": ["stderr"], "level": env_str("EEGAB_LOG_LEVEL", "WARNING").upper()},
+        "loggers": {"django-q": {"level": "INFO"}},
+    }

@@ -1,0 +1,226 @@
+"""Benchmark: server time, page weight and queries of the public pages on a full-size database.
+
+Seeds a temporary SQLite file with the official suite (1,072 instances, T6 nights at their real
+length), the paper's 29 published rows, and models × 1,072 episodes of ~10 steps each
+(bulk_create), plus one 100-step T5 episode with large tool results. Then it requests the
+leaderboard, the analysis page, three task pages, a run page and the 100-step episode with
+django.test.Client (and the matching API endpoints), first with ``--small`` models, then with
+``--models``, to show that the number of queries per page does not grow with the data.
+
+Targets: leaderboard and analysis < 300 ms; episode < 500 ms and < 1.5 MB; queries constant.
+
+    python bench/web.py [--models 30] [--small 5] [--repeat 5] [--keep]
+"""
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+TARGETS_MS = {"leaderboard": 300, "analysis": 300, "episode": 500}
+EPISODE_MAX_BYTES = 1_500_000
+STEPS_PER_EPISODE = 10
+LONG_EPISODE_STEPS = 100
+LONG_RESULT_CHARS = 16_000  # a windowed-features result near the 8,000-token budget
+
+
+def configure(database: Path) -> None:
+    """Point Django at a fresh SQLite file, production-like (DEBUG off), before it starts."""
+    os.environ["DATABASE_URL"] = f"sqlite:///{database}"
+    os.environ["DEBUG"] = "false"
+    os.environ.setdefault("SECRET_KEY", "bench-web-not-secret")
+    os.environ["EEGAB_API_ANON_RATE"] = "1000000/min"
+    os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+
+
+def seed_models(suite, first: int, count: int) -> list:
+    """``count`` more models with complete runs; each run's summary refreshed as a finished run's is."""
+    from leaderboard.services import refresh_run_summary
+    from tests.leaderboard.boards import add_run, model_spec
+
+    runs = []
+    for index in range(first, first + count):
+        started = time.perf_counter()
+        model = model_spec(f"Bench model {index:02d}", family=f"Family {index % 6}", is_open_weight=index % 3 > 0)
+        run = add_run(suite=suite, model=model, skill=0.3 + 0.6 * index / 30, steps_per_episode=STEPS_PER_EPISODE,
+                      result_chars=600, seed=index)
+        seeded = time.perf_counter()
+        refresh_run_summary(run)
+        refreshed = time.perf_counter()
+        runs.append(run)
+        print(f"  model {index + 1:2d}: seeded in {seeded - started:5.2f} s, summary in {refreshed - seeded:5.2f} s",
+              flush=True)
+    return runs
+
+
+def long_episode(run):
+    """Replace the steps of the run's first T5 episode with a 100-step trajectory."""
+    from runs.models import Step
+    from tests.leaderboard.boards import trajectory_steps
+
+    episode = run.episodes.filter(instance__task__code="T5").select_related("instance").first()
+    episode.steps.all().delete()
+    Step.objects.bulk_create(trajectory_steps(episode, "T5", LONG_EPISODE_STEPS, LONG_RESULT_CHARS))
+    return episode
+
+
+def pages(run, episode) -> dict[str, str]:
+    """The URLs to measure: the pages (when the pages engineer's routes exist) and the API."""
+    from django.urls import NoReverseMatch, reverse
+
+    urls = {}
+    page_routes = {
+        "leaderboard": ("leaderboard:index", [], ""),
+        "analysis": ("leaderboard:analysis", [], "?suite=eegagentbench"),
+        "task T2": ("leaderboard:task", ["T2"], "?suite=eegagentbench"),
+        "task T5": ("leaderboard:task", ["T5"], "?suite=eegagentbench"),
+        "task T6": ("leaderboard:task", ["T6"], "?suite=eegagentbench"),
+        "run": ("leaderboard:run", [run.pk], ""),
+        "episode": ("leaderboard:episode", [episode.pk], ""),
+    }
+    for label, (name, args, query) in page_routes.items():
+        try:
+            urls[label] = reverse(name, args=args) + query
+        except NoReverseMatch:
+            print(f"  (no route {name}: page {label} not measured)")
+    urls |= {
+        "api leaderboard": reverse("api:leaderboard") + "?suite=eegagentbench",
+        "api run": reverse("api:run", args=[run.pk]),
+        "api episode": reverse("api:episode", args=[episode.pk]),
+        "api instances": reverse("api:instances") + "?suite=eegagentbench",
+    }
+    return urls
+
+
+def measure(urls: dict[str, str], repeat: int) -> dict[str, dict]:
+    """Median and worst server time, page weight and query count of each URL (after one warm-up)."""
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
+
+    client = Client()
+    results = {}
+    for label, url in urls.items():
+        response = client.get(url)
+        if response.status_code != 200:
+            raise SystemExit(f"{label} {url}: HTTP {response.status_code}")
+        times, queries = [], []
+        for _ in range(repeat):
+            with CaptureQueriesContext(connection) as captured:
+                started = time.perf_counter()
+                response = client.get(url)
+                times.append((time.perf_counter() - started) * 1000)
+            queries.append(len(captured))
+        results[label] = {
+            "median_ms": statistics.median(times),
+            "max_ms": max(times),
+            "bytes": len(response.content),
+            "queries": max(queries),
+        }
+    return results
+
+
+def selector_times(run, episode, repeat: int) -> dict[str, float]:
+    """Median time of the selectors alone (no template, no middleware)."""
+    from leaderboard import selectors
+
+    calls = {
+        "leaderboard()": lambda: selectors.leaderboard(),
+        "analysis()": lambda: selectors.analysis(),
+        "task_analysis(T2)": lambda: selectors.task_analysis(task="T2"),
+        "run_detail()": lambda: selectors.run_detail(run_id=run.pk),
+        "episode_detail()": lambda: selectors.episode_detail(episode_id=episode.pk),
+    }
+    times = {}
+    for label, call in calls.items():
+        call()
+        samples = []
+        for _ in range(repeat):
+            started = time.perf_counter()
+            call()
+            samples.append((time.perf_counter() - started) * 1000)
+        times[label] = statistics.median(samples)
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", type=int, default=30, help="models on the large database (default 30)")
+    parser.add_argument("--small", type=int, default=5, help="models on the small database (default 5)")
+    parser.add_argument("--repeat", type=int, default=5, help="timed requests per page (default 5)")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary database and print its path")
+    args = parser.parse_args()
+    if not 0 < args.small < args.models:
+        parser.error("need 0 < --small < --models")
+
+    folder = Path(tempfile.mkdtemp(prefix="eegab-bench-web-"))
+    database = folder / "bench.sqlite3"
+    try:
+        configure(database)
+        from leaderboard.services import import_published
+        from tests.leaderboard.boards import official_suite
+
+        started = time.perf_counter()
+        suite = official_suite(epochs_per_night=None)
+        import_published()
+        print(f"Suite of {suite.instances.count()} instances and the paper's 29 rows in "
+              f"{time.perf_counter() - started:.1f} s")
+        runs = seed_models(suite, 0, args.small)
+        episode = long_episode(runs[0])
+        urls = pages(runs[0], episode)
+
+        sizes = {}
+        for n_models in (args.small, args.models):
+            if n_models > len(runs):
+                runs += seed_models(suite, len(runs), n_models - len(runs))
+            from runs.models import Episode, Step
+
+            label = f"{n_models} models, {Episode.objects.count():,} episodes, {Step.objects.count():,} steps"
+            print(f"\nMeasuring with {label} ({database.stat().st_size / 1e6:.0f} MB database)", flush=True)
+            sizes[n_models] = (label, measure(urls, args.repeat), selector_times(runs[0], episode, args.repeat))
+
+        small, large = sizes[args.small][1], sizes[args.models][1]
+        print(f"\n{'page':18s} {'median ms':>10s} {'max ms':>8s} {'KB':>8s} "
+              f"{'queries @' + str(args.small):>11s} {'@' + str(args.models):>5s}  target")
+        failures = []
+        for page, result in large.items():
+            target = TARGETS_MS.get(page)
+            notes = []
+            if target is not None:
+                ok = result["median_ms"] < target
+                notes.append(f"< {target} ms {'ok' if ok else 'MISSED'}")
+                failures += [] if ok else [f"{page} time"]
+            if page == "episode":
+                ok = result["bytes"] < EPISODE_MAX_BYTES
+                notes.append(f"< 1.5 MB {'ok' if ok else 'MISSED'}")
+                failures += [] if ok else ["episode weight"]
+            constant = small[page]["queries"] == result["queries"]
+            notes.append("queries constant" if constant else "QUERIES GROW")
+            failures += [] if constant else [f"{page} queries"]
+            print(f"{page:18s} {result['median_ms']:10.1f} {result['max_ms']:8.1f} {result['bytes'] / 1024:8.1f} "
+                  f"{small[page]['queries']:11d} {result['queries']:5d}  {', '.join(notes)}")
+        print(f"\nSelectors alone, median ms ({sizes[args.models][0]}):")
+        for label, value in sizes[args.models][2].items():
+            print(f"  {label:20s} {value:8.1f}")
+        print("\nAll targets met." if not failures else f"\nMissed: {', '.join(failures)}.")
+    finally:
+        if args.keep:
+            print(f"Database kept at {database}")
+        else:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,239 @@
+"""Input serializers (query parameters) and output serializers of the REST API.
+
+Costs are given as JSON numbers in USD; a null cost means unpriced, never free.
+"""
+from rest_framework import serializers
+
+from benchmark.scoring import TASK_IDS
+from leaderboard.published import PAPER_BOARD
+from leaderboard.selectors import SOURCES, WEIGHTS
+from runs.models import TOKEN_FIELDS, Status
+
+# ── input ───────────────────────────────────────────────────────────────────────────────────
+
+
+class LeaderboardQuerySerializer(serializers.Serializer):
+    suite = serializers.SlugField(max_length=100, default=PAPER_BOARD)
+    source = serializers.ChoiceField(choices=SOURCES, required=False)
+    family = serializers.CharField(max_length=100, required=False, allow_blank=True)
+    weights = serializers.ChoiceField(choices=WEIGHTS, required=False)
+
+
+class RunQuerySerializer(serializers.Serializer):
+    suite = serializers.SlugField(max_length=100, required=False)
+    status = serializers.ChoiceField(choices=Status.values, required=False)
+    model = serializers.CharField(max_length=100, required=False)
+
+
+class InstanceQuerySerializer(serializers.Serializer):
+    suite = serializers.SlugField(max_length=100)
+    task = serializers.ChoiceField(choices=TASK_IDS, required=False)
+
+
+# ── output ──────────────────────────────────────────────────────────────────────────────────
+
+class CostField(serializers.FloatField):
+    """A cost in USD (a ``Decimal``) as a JSON number; null means unpriced."""
+
+    def __init__(self, **kwargs):
+        super().__init__(allow_null=True, **kwargs)
+
+
+class MetricsField(serializers.DictField):
+    """``{"T1": {"accuracy": 0.8}, "T2": {"macro_f1": …, "accuracy": …}, …}``; null where not scored."""
+
+    def __init__(self, **kwargs):
+        super().__init__(child=serializers.DictField(child=serializers.FloatField(allow_null=True)), **kwargs)
+
+
+class LeaderboardRowSerializer(serializers.Serializer):
+    model = serializers.CharField()
+    source = serializers.CharField()
+    run_id = serializers.IntegerField(allow_null=True)
+    run_name = serializers.CharField()
+    family = serializers.CharField()
+    parameters = serializers.CharField()
+    parameters_b = serializers.FloatField(allow_null=True)
+    context_window = serializers.IntegerField(allow_null=True)
+    is_open_weight = serializers.BooleanField(allow_null=True)
+    group = serializers.CharField()
+    rank = serializers.IntegerField(allow_null=True)
+    tie_group = serializers.IntegerField(allow_null=True)
+    tie_range = serializers.ListField(child=serializers.IntegerField(), allow_null=True)
+    overall = serializers.FloatField(allow_null=True)
+    overall_ci = serializers.ListField(child=serializers.FloatField(), allow_null=True)
+    overall_official = serializers.BooleanField()
+    metrics = MetricsField()
+    official = serializers.DictField(child=serializers.BooleanField(allow_null=True))
+    cost_usd = CostField()
+    cost_paper_usd = CostField()
+    prompt_tokens = serializers.IntegerField(allow_null=True)
+    completion_tokens = serializers.IntegerField(allow_null=True)
+    total_tokens = serializers.IntegerField(allow_null=True)
+    on_pareto_frontier = serializers.BooleanField()
+
+
+class LeaderboardSerializer(serializers.Serializer):
+    suite = serializers.CharField()
+    is_synthetic = serializers.BooleanField()
+    citation = serializers.CharField()
+    families = serializers.ListField(child=serializers.CharField())
+    rows = LeaderboardRowSerializer(many=True)
+
+
+class RunSerializer(serializers.Serializer):
+    """A run in the list: what ran, on what, where it stands (annotated by ``selectors.run_list``)."""
+
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    suite = serializers.CharField(source="suite.name")
+    model = serializers.CharField(source="model.name")
+    provider_model = serializers.CharField(source="model.provider_model")
+    status = serializers.CharField()
+    source = serializers.CharField()
+    tasks = serializers.ListField(child=serializers.CharField())
+    created_at = serializers.DateTimeField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
+    prompt_tokens = serializers.IntegerField()
+    completion_tokens = serializers.IntegerField()
+    cost_usd = CostField()
+    progress = serializers.SerializerMethodField()
+
+    def get_progress(self, run) -> dict[str, int]:
+        return {"episodes": run.n_episodes, **{value: getattr(run, f"n_{value}") for value in Status.values}}
+
+
+class ScoreField(serializers.FloatField):
+    """An episode's score, or null unless the ``scores_visible`` context says it may be shown."""
+
+    def __init__(self, **kwargs):
+        super().__init__(allow_null=True, **kwargs)
+
+    def to_representation(self, value):
+        return super().to_representation(value) if self.context.get("scores_visible") else None
+
+
+class EpisodeRowSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    instance = serializers.CharField(source="record_id")
+    task = serializers.CharField()
+    status = serializers.CharField()
+    outcome = serializers.CharField()
+    attempt = serializers.IntegerField()
+    n_turns = serializers.IntegerField()
+    n_tool_calls = serializers.IntegerField()
+    prompt_tokens = serializers.IntegerField()
+    completion_tokens = serializers.IntegerField()
+    cost_usd = CostField()
+    score = ScoreField()
+
+
+class RunDetailSerializer(serializers.Serializer):
+    """``selectors.RunDetail``: the run, its scores as on the leaderboard, its tasks and episodes."""
+
+    id = serializers.IntegerField(source="run.id")
+    name = serializers.CharField(source="run.name")
+    suite = serializers.CharField(source="run.suite.name")
+    is_synthetic = serializers.BooleanField(source="run.suite.release.is_synthetic")
+    model = serializers.CharField(source="run.model.name")
+    provider_model = serializers.CharField(source="run.model.provider_model")
+    status = serializers.CharField(source="run.status")
+    source = serializers.CharField(source="run.source")
+    tasks_selected = serializers.ListField(source="run.tasks", child=serializers.CharField())
+    settings = serializers.JSONField(source="run.settings")
+    created_at = serializers.DateTimeField(source="run.created_at")
+    started_at = serializers.DateTimeField(source="run.started_at", allow_null=True)
+    finished_at = serializers.DateTimeField(source="run.finished_at", allow_null=True)
+    overall = serializers.FloatField(source="row.overall", allow_null=True)
+    overall_ci = serializers.ListField(source="row.overall_ci", child=serializers.FloatField(), allow_null=True)
+    overall_official = serializers.BooleanField(source="row.overall_official")
+    metrics = MetricsField(source="row.metrics")
+    official = serializers.DictField(source="row.official", child=serializers.BooleanField(allow_null=True))
+    cost_usd = CostField(source="row.cost_usd")
+    cost_paper_usd = CostField(source="row.cost_paper_usd")
+    prompt_tokens = serializers.IntegerField(source="row.prompt_tokens")
+    completion_tokens = serializers.IntegerField(source="row.completion_tokens")
+    tasks = serializers.JSONField()
+    progress = serializers.DictField(child=serializers.IntegerField())
+    episodes = EpisodeRowSerializer(many=True)
+
+
+class StepSerializer(serializers.Serializer):
+    index = serializers.IntegerField()
+    kind = serializers.CharField()
+    text = serializers.CharField()
+    reasoning = serializers.CharField()
+    tool_name = serializers.CharField()
+    arguments = serializers.JSONField()
+    result = serializers.JSONField()
+    error = serializers.CharField()
+    prompt_tokens = serializers.IntegerField(allow_null=True)
+    completion_tokens = serializers.IntegerField(allow_null=True)
+    cache_read_tokens = serializers.IntegerField(allow_null=True)
+    cache_write_tokens = serializers.IntegerField(allow_null=True)
+    reasoning_tokens = serializers.IntegerField(allow_null=True)
+    latency_ms = serializers.FloatField(allow_null=True)
+    cost_usd = CostField()
+    created_at = serializers.DateTimeField()
+
+
+class EpisodeDetailSerializer(serializers.Serializer):
+    """``selectors.EpisodeDetail``: the episode, its outcome and every step.
+
+    ``score`` and ``scores`` (the scorer's per-item result, which names the gold answer) are
+    given only when the ``scores_visible`` context says so.
+    """
+
+    id = serializers.IntegerField(source="episode.id")
+    run = serializers.IntegerField(source="episode.run_id")
+    suite = serializers.CharField(source="episode.run.suite.name")
+    model = serializers.CharField(source="episode.run.model.name")
+    instance = serializers.CharField(source="episode.instance.record_id")
+    task = serializers.CharField(source="episode.instance.task.code")
+    status = serializers.CharField(source="episode.status")
+    ended_by = serializers.CharField(source="episode.ended_by")
+    attempt = serializers.IntegerField(source="episode.attempt")
+    final_answer = serializers.JSONField(source="episode.final_answer")
+    prediction = serializers.JSONField(source="episode.prediction")
+    error_kind = serializers.CharField(source="episode.error_kind")
+    error_message = serializers.CharField(source="episode.error_message")
+    n_turns = serializers.IntegerField(source="episode.n_turns")
+    n_tool_calls = serializers.IntegerField(source="episode.n_tool_calls")
+    usage = serializers.SerializerMethodField()
+    started_at = serializers.DateTimeField(source="episode.started_at", allow_null=True)
+    finished_at = serializers.DateTimeField(source="episode.finished_at", allow_null=True)
+    score = ScoreField()
+    steps = StepSerializer(many=True)
+
+    def get_usage(self, detail) -> dict:
+        episode = detail.episode
+        return {
+            **{name: getattr(episode, name) for name in TOKEN_FIELDS},
+            "cost_usd": None if episode.cost_usd is None else float(episode.cost_usd),
+            "wall_time_sec": episode.wall_time_sec,
+        }
+
+    def to_representation(self, detail):
+        data = super().to_representation(detail)
+        if self.context.get("scores_visible"):
+            data["scores"] = detail.episode.scores
+        return data
+
+
+class TaskSerializer(serializers.Serializer):
+    code = serializers.CharField()
+    key = serializers.CharField()
+    name = serializers.CharField()
+    primary_metric = serializers.CharField()
+    secondary_metrics = serializers.ListField(child=serializers.CharField())
+    expected_count = serializers.IntegerField()
+    max_tool_calls = serializers.IntegerField()
+    max_turns = serializers.IntegerField()
+
+
+class InstanceSerializer(serializers.BaseSerializer):
+    """An instance as ``Instance.to_dict`` gives it; the hidden part only with ``include_hidden``."""
+
+    def to_representation(self, instance):
+        return {"id": instance.pk, **instance.to_dict(include_hidden=bool(self.context.get("include_hidden")))}

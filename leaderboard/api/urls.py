@@ -1,0 +1,15 @@
+"""Routes of the REST API, mounted at /api/ by config/urls.py."""
+from django.urls import path
+
+from leaderboard.api import views
+
+app_name = "api"
+
+urlpatterns = [
+    path("leaderboard/", views.LeaderboardView.as_view(), name="leaderboard"),
+    path("runs/", views.RunListView.as_view(), name="runs"),
+    path("runs/<int:run_id>/", views.RunDetailView.as_view(), name="run"),
+    path("episodes/<int:episode_id>/", views.EpisodeDetailView.as_view(), name="episode"),
+    path("tasks/", views.TaskListView.as_view(), name="tasks"),
+    path("instances/", views.InstanceListView.as_view(), name="instances"),
+]

@@ -1,0 +1,103 @@
+"""Forms of the staff pages: starting a run, and the filters of a run's episode table."""
+from django import forms
+from django.core.validators import RegexValidator
+
+from benchmark.models import ModelSpec, Suite
+from benchmark.scoring import TASK_IDS
+
+ENV_NAME = RegexValidator(
+    r"^[A-Za-z_][A-Za-z0-9_]*$", "Give the name of the environment variable that holds the key, not the key."
+)
+#: Run.limits caps the form offers, with their labels; runs.loop.EpisodeLimits reads them.
+CAPS = {
+    "max_turns": "Turns per episode",
+    "max_tool_calls": "Tool calls per episode",
+    "max_total_tokens": "Tokens per episode",
+    "max_cost_usd": "Cost per episode (USD)",
+    "max_wall_time_sec": "Wall-clock time per episode (s)",
+}
+
+
+class NewRunForm(forms.Form):
+    """What a staff member gives to queue a run: the model, where it is served, the suite and the caps."""
+
+    model = forms.ModelChoiceField(
+        queryset=ModelSpec.objects.order_by("name"),
+        required=False,
+        empty_label="— a new model string below —",
+        help_text="A model already known to the platform.",
+    )
+    provider_model = forms.CharField(
+        max_length=200,
+        required=False,
+        label="or a litellm model string",
+        help_text="e.g. openai/gpt-4o, or openai/<name> with an API base; baseline/heuristic needs no key.",
+    )
+    name = forms.CharField(max_length=200, required=False, label="Run name")
+    api_base = forms.URLField(max_length=500, required=False, label="API base", assume_scheme="https")
+    api_key_env = forms.CharField(
+        max_length=100,
+        required=False,
+        validators=[ENV_NAME],
+        label="Environment variable with the API key",
+        help_text="Its name, e.g. OPENAI_API_KEY; the key itself is never stored.",
+    )
+    suite = forms.ModelChoiceField(
+        queryset=Suite.objects.select_related("release").order_by("name"), empty_label="— choose a suite —"
+    )
+    tasks = forms.MultipleChoiceField(
+        choices=[(code, code) for code in TASK_IDS], initial=list(TASK_IDS), widget=forms.CheckboxSelectMultiple
+    )
+    limit = forms.IntegerField(
+        min_value=1, required=False, label="Instances per task", help_text="Blank: every instance (an official run)."
+    )
+    concurrency = forms.IntegerField(
+        min_value=1, max_value=256, initial=4, label="Concurrency", help_text="Episodes in flight at a time."
+    )
+    temperature = forms.FloatField(min_value=0, max_value=2, initial=0, required=False)
+    max_tokens = forms.IntegerField(min_value=1, initial=2048, required=False, label="Max tokens per reply")
+    max_turns = forms.IntegerField(min_value=1, max_value=1000, required=False, label=CAPS["max_turns"])
+    max_tool_calls = forms.IntegerField(min_value=0, max_value=999, required=False, label=CAPS["max_tool_calls"])
+    max_total_tokens = forms.IntegerField(min_value=1, required=False, label=CAPS["max_total_tokens"])
+    max_cost_usd = forms.DecimalField(min_value=0, decimal_places=4, required=False, label=CAPS["max_cost_usd"])
+    max_wall_time_sec = forms.FloatField(min_value=1, required=False, label=CAPS["max_wall_time_sec"])
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["suite"].label_from_instance = (
+            lambda suite: f"{suite.name} ({suite.release}{', synthetic' if suite.release.is_synthetic else ''})"
+        )
+
+    def clean(self):
+        cleaned = super().clean()
+        if not cleaned.get("model") and not cleaned.get("provider_model", "").strip():
+            raise forms.ValidationError("Choose a model or give a litellm model string.")
+        return cleaned
+
+    def decoding_settings(self) -> dict:
+        data = self.cleaned_data
+        return {key: data[key] for key in ("temperature", "max_tokens") if data.get(key) is not None}
+
+    def limits(self) -> dict:
+        data = self.cleaned_data
+        limits = {"concurrency": data["concurrency"]}
+        for key in CAPS:
+            if data.get(key) is not None:
+                limits[key] = float(data[key]) if key == "max_cost_usd" else data[key]
+        return limits
+
+
+class EpisodeFilterForm(forms.Form):
+    """Filters of a run's episode table; every field optional."""
+
+    OUTCOMES = [("", "any outcome"), ("correct", "correct"), ("wrong", "wrong"),
+                ("missing", "missing answer"), ("error", "error")]
+
+    task = forms.ChoiceField(choices=[("", "all tasks"), *[(code, code) for code in TASK_IDS]], required=False)
+    outcome = forms.ChoiceField(choices=OUTCOMES, required=False)
+    ended_by = forms.ChoiceField(required=False, label="ended by")
+    q = forms.CharField(max_length=200, required=False, label="search the trajectories")
+
+    def __init__(self, *args, ended_by_choices=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["ended_by"].choices = [("", "however it ended"), *ended_by_choices]

@@ -1,0 +1,32 @@
+"""``manage.py import_published``: load the paper's published results onto the board of its suite."""
+from django.core.management.base import BaseCommand, CommandError
+
+from leaderboard.published import FIXTURE_DIR, PAPER_BOARD, PublishedDataError
+from leaderboard.services import import_published
+
+
+class Command(BaseCommand):
+    help = (
+        "Load the paper's Tables 2, 4, 5 and 6 (shipped in leaderboard/fixtures/published/) onto a board, "
+        "so its 29 models are shown beside this site's runs. Safe to repeat."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--board", default=PAPER_BOARD,
+            help=f"Name of the suite whose board shows the rows (default {PAPER_BOARD}, the official release's suite).",
+        )
+        parser.add_argument(
+            "--directory", default=str(FIXTURE_DIR), help="Folder holding the four table CSV files.",
+        )
+
+    def handle(self, *args, board, directory, **options):
+        try:
+            result = import_published(board=board, directory=directory)
+        except (PublishedDataError, ValueError) as exc:
+            raise CommandError(str(exc)) from None
+        self.stdout.write(
+            f"Board {result.board}: {result.rows} published rows "
+            f"({result.models_created} models created, {result.models_completed} completed, "
+            f"{result.rows_removed} old rows removed)."
+        )

@@ -1,0 +1,336 @@
+"""Leaderboard writes: scoring a run into its summary, and loading the paper's published rows.
+
+``refresh_run_summary(run)`` is what the runs side calls when episodes finish (pages also call it
+for a summary that is missing or out of date, so a forgotten call costs one re-score, never a wrong
+number). It re-scores only the tasks whose episodes changed since the last summary, each from
+compact rows fetched once (two queries per task set, one more for tool calls), with the official
+scorer, and recomputes Overall and its bootstrap interval.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Count, Max, Q, Sum
+from django.utils.text import slugify
+
+from benchmark.models import Instance, ModelSpec
+from benchmark.scoring import TASK_IDS, ScoringItem, overall, score_task
+from benchmark.scoring.classification import REFERENCE_CLASSES
+from leaderboard import stats
+from leaderboard.models import PublishedResult, RunSummary
+from leaderboard.published import CITATION, FIXTURE_DIR, PAPER_BOARD, read_published
+from runs.models import Episode, Run, Status, Step
+
+# What each task keeps of the scorer's per-item result, beside the instance and episode ids.
+ITEM_KEYS: dict[str, tuple[str, ...]] = {
+    "T1": ("gold", "predicted", "correct"),
+    "T2": ("gold", "predicted", "correct"),
+    "T3": ("gold", "predicted", "correct"),
+    "T4": ("gold", "predicted", "correct"),
+    "T5": ("subject", "tp", "fp", "fn", "duration_sec", "event_f1", "dice", "missed", "over_alarm"),
+    "T6": ("macro_f1", "cohen_kappa"),
+}
+SUMMARY_KEYS = ("official", "reasons", "primary_metric", "primary_score", "completeness", "metrics")
+EMPTY_SIGNATURE = {"episodes": 0, "completed": 0, "failed": 0, "attempts": 0, "last_finished": None}
+EPOCH_SEC = 30
+
+
+# ── run summaries ───────────────────────────────────────────────────────────────────────────
+
+def task_signatures(*, run_ids: Iterable[int]) -> dict[int, dict[str, dict[str, Any]]]:
+    """The state of each run's episodes per task, in one query: what a summary is valid for.
+
+    Returns ``{run_id: {task_code: {"episodes", "completed", "failed", "attempts",
+    "last_finished"}}}``; a finished, retried or reset episode changes its task's signature.
+    """
+    rows = (
+        Episode.objects.filter(run_id__in=list(run_ids))
+        .values("run_id", "instance__task__code")
+        .annotate(
+            episodes=Count("id"),
+            completed=Count("id", filter=Q(status=Status.COMPLETED)),
+            failed=Count("id", filter=Q(status=Status.FAILED)),
+            attempts=Sum("attempt"),
+            last_finished=Max("finished_at"),
+        )
+        .order_by()
+    )
+    signatures: dict[int, dict[str, dict[str, Any]]] = defaultdict(dict)
+    for row in rows:
+        last = row["last_finished"]
+        signatures[row["run_id"]][row["instance__task__code"]] = {
+            "episodes": row["episodes"],
+            "completed": row["completed"],
+            "failed": row["failed"],
+            "attempts": row["attempts"] or 0,
+            "last_finished": last.isoformat() if last else None,
+        }
+    return signatures
+
+
+def run_task_codes(run: Run) -> list[str]:
+    """The official tasks a run was asked to do, in task order."""
+    return [code for code in TASK_IDS if code in set(run.tasks or [])]
+
+
+def stale_tasks(summary: RunSummary | None, run: Run, signatures: Mapping[str, Mapping]) -> list[str]:
+    """The tasks of ``run`` whose stored summary is missing or no longer matches its episodes."""
+    stored = summary.tasks if summary is not None else {}
+    return [
+        code for code in run_task_codes(run)
+        if code not in stored or stored[code].get("signature") != signatures.get(code, EMPTY_SIGNATURE)
+    ]
+
+
+def item_score(task: str, item: Mapping[str, Any]) -> float | None:
+    """One instance's score from the scorer's per-item result (``Episode.scores`` or a summary row).
+
+    T1-T4: 1.0 when correct, else 0.0. T5: the record's Event-F1, None when it is undefined (a
+    seizure-free record on which nothing was predicted). T6: the night's macro-F1. None when the
+    item has not been scored.
+    """
+    if task == "T5":
+        return item.get("event_f1")
+    if task == "T6":
+        value = item.get("macro_f1")
+        return None if value is None else float(value)
+    if "correct" not in item:
+        return None
+    return 1.0 if item["correct"] else 0.0
+
+
+def task_sample(task: str, rows: list[Mapping[str, Any]]) -> stats.TaskSample:
+    """The compact arrays the bootstrap resamples, from a task's summary rows."""
+    if task == "T1":
+        return stats.MeanSample([1.0 if row["correct"] else 0.0 for row in rows])
+    if task == "T5":
+        subjects = {subject: index for index, subject in enumerate(sorted({row["subject"] for row in rows}))}
+        return stats.EventSample(
+            subject=[subjects[row["subject"]] for row in rows],
+            tp=[row["tp"] for row in rows],
+            fp=[row["fp"] for row in rows],
+            fn=[row["fn"] for row in rows],
+        )
+    if task == "T6":
+        return stats.MeanSample([row["macro_f1"] for row in rows])
+    classes = {label: index for index, label in enumerate(REFERENCE_CLASSES[task])}
+    return stats.ClassificationSample(
+        gold=[classes[row["gold"]] for row in rows],
+        predicted=[classes.get(row["predicted"], -1) for row in rows],
+        n_classes=len(classes),
+    )
+
+
+def _instance_rows(run: Run, codes: list[str]) -> list[tuple]:
+    return list(
+        Instance.objects.filter(suite_id=run.suite_id, task__code__in=codes)
+        .order_by("task__code", "position", "id")
+        .values_list(
+            "id", "task__code", "scenario_id", "subject", "reference", "prompt_input__options",
+            "duration_sec", "metadata__duration_sec", "n_epochs", "metadata__n_epochs_total",
+        )
+    )
+
+
+def _tool_calls(run: Run, codes: list[str]) -> dict[int, dict[str, int]]:
+    """Tool calls of the run's completed episodes in ``codes``: episode id → tool name → count.
+
+    Native calls answered with a stub (status ``not_executed``) were never run and do not count.
+    """
+    rows = (
+        Step.objects.filter(
+            episode__run=run,
+            episode__status=Status.COMPLETED,
+            episode__instance__task__code__in=codes,
+            kind=Step.Kind.TOOL_CALL,
+        )
+        .exclude(result__status="not_executed")
+        .values_list("episode_id", "tool_name")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    calls: dict[int, dict[str, int]] = defaultdict(dict)
+    for episode_id, tool_name, n in rows:
+        calls[episode_id][tool_name] = n
+    return calls
+
+
+def _score_tasks(run: Run, codes: list[str]) -> dict[str, tuple[dict, list[dict], dict]]:
+    """Score ``codes`` of ``run``: per task, its summary, its per-instance rows and its tool use."""
+    by_task: dict[str, list[tuple]] = defaultdict(list)
+    for row in _instance_rows(run, codes):
+        by_task[row[1]].append(row)
+    episodes = {
+        instance_id: (episode_id, status, prediction)
+        for instance_id, episode_id, status, prediction in Episode.objects.filter(
+            run=run, instance__task__code__in=codes
+        ).values_list("instance_id", "id", "status", "prediction")
+    }
+    calls = _tool_calls(run, codes)
+    scored = {}
+    for code in codes:
+        instances = by_task.get(code, [])
+        if not instances:
+            continue  # the suite has no instance of this task: nothing to score
+        items, rows, tool_counts, per_episode = [], [], defaultdict(int), []
+        for (instance_id, _, scenario_id, subject, reference, options, duration, metadata_duration,
+             n_epochs, metadata_epochs) in instances:
+            episode_id, status, prediction = episodes.get(instance_id, (None, None, None))
+            completed = status == Status.COMPLETED
+            duration_sec = duration if duration is not None else metadata_duration
+            epochs = n_epochs or metadata_epochs
+            items.append(
+                ScoringItem(
+                    scenario_id=scenario_id,
+                    gold=reference or {},
+                    prediction=prediction if completed else None,
+                    submitted=status in (Status.COMPLETED, Status.FAILED),
+                    completed=completed,
+                    options=options,
+                    duration_sec=duration_sec,
+                    n_epochs=int(epochs) if epochs is not None else None,
+                )
+            )
+            row = {"instance": instance_id, "episode": episode_id if completed else None}
+            if code == "T2":
+                row["snr_db"] = (reference or {}).get("snr_db")
+            if code == "T6":
+                row["subject"] = subject
+                row["duration_sec"] = duration_sec if duration_sec is not None else (
+                    epochs * EPOCH_SEC if epochs else None
+                )
+            rows.append(row)
+            if completed:
+                episode_calls = calls.get(episode_id, {})
+                for tool, n in episode_calls.items():
+                    tool_counts[tool] += n
+                per_episode.append(sum(episode_calls.values()))
+        summary = score_task(code, items)
+        for row, per_item in zip(rows, summary["per_item"]):
+            row.update({key: per_item.get(key) for key in ITEM_KEYS[code]})
+        light = {key: summary[key] for key in SUMMARY_KEYS}
+        scored[code] = (light, rows, {"calls": dict(tool_counts), "per_episode": per_episode})
+    return scored
+
+
+def refresh_run_summary(
+    run: Run, *, signatures: Mapping[str, Mapping] | None = None, force: bool = False
+) -> RunSummary:
+    """Bring the leaderboard summary of ``run`` up to date, re-scoring only the tasks that changed.
+
+    Parameters
+    ----------
+    run : Run
+        The run to summarise.
+    signatures : mapping, optional
+        The run's entry of ``task_signatures``, when the caller already has it.
+    force : bool
+        Re-score every task even if its episodes did not change.
+
+    Returns
+    -------
+    RunSummary
+        Saved. Overall (the mean of the six primary scores) and its 95% bootstrap interval over
+        instances are set only when all six tasks are scored; ``overall_official`` only when all
+        six summaries are official.
+    """
+    if signatures is None:
+        signatures = task_signatures(run_ids=[run.pk]).get(run.pk, {})
+    stored = RunSummary.objects.filter(run=run).first()
+    summary = stored or RunSummary(run=run)
+    codes = run_task_codes(run)
+    changed = codes if force or stored is None else stale_tasks(stored, run, signatures)
+    if stored is not None and not changed and set(stored.tasks) <= set(codes):
+        return stored
+
+    kept = [code for code in codes if code not in changed]
+    tasks = {code: summary.tasks[code] for code in kept if code in summary.tasks}
+    items = {code: summary.items[code] for code in kept if code in summary.items}
+    tool_use = {code: summary.tool_use[code] for code in kept if code in summary.tool_use}
+    for code, (light, rows, tools) in _score_tasks(run, changed).items():
+        tasks[code] = {**light, "signature": dict(signatures.get(code, EMPTY_SIGNATURE))}
+        items[code] = rows
+        tool_use[code] = tools
+
+    summary.tasks, summary.items, summary.tool_use = tasks, items, tool_use
+    summary.overall = summary.overall_ci_low = summary.overall_ci_high = None
+    summary.overall_official = False
+    if sorted(tasks) == list(TASK_IDS):
+        summary.overall = sum(float(tasks[code]["primary_score"]) for code in TASK_IDS) / len(TASK_IDS)
+        summary.overall_official = overall(tasks) is not None
+        summary.overall_ci_low, summary.overall_ci_high = stats.bootstrap_overall(
+            [task_sample(code, items[code]) for code in TASK_IDS]
+        )
+    summary.save()
+    return summary
+
+
+# ── the paper's published rows ──────────────────────────────────────────────────────────────
+
+@dataclass(frozen=True)
+class PublishedImport:
+    """What ``import_published`` did."""
+
+    board: str
+    rows: int
+    models_created: int
+    models_completed: int
+    rows_removed: int
+
+
+# ModelSpec fields the paper informs; an existing model only gets those that are blank.
+_SPEC_FIELDS = (
+    "family", "parameters", "parameters_b", "context_window", "is_open_weight",
+    "input_price_per_mtok", "output_price_per_mtok",
+)  # fmt: skip
+
+
+@transaction.atomic
+def import_published(*, board: str = PAPER_BOARD, directory: str | Path = FIXTURE_DIR) -> PublishedImport:
+    """Load the paper's Tables 2, 4, 5 and 6 onto ``board``, replacing its published rows.
+
+    Each of the 29 models gets a ``ModelSpec`` (created with the paper's family, size, context
+    window, open-weight flag and prices; an existing one keeps its values and only has blanks
+    filled, so an admin's settings win) and one ``PublishedResult`` on the board. Safe to repeat.
+    """
+    if not board or slugify(board) != board:
+        raise ValueError(f"board {board!r} must be a slug: lower-case letters, digits and hyphens")
+    published = read_published(directory)
+    created = completed = 0
+    kept = []
+    for position, model in enumerate(published):
+        paper = {field: getattr(model, field) for field in _SPEC_FIELDS}
+        spec, was_created = ModelSpec.objects.get_or_create(name=model.name, defaults=paper)
+        created += was_created
+        blanks = [field for field, value in paper.items() if getattr(spec, field) in (None, "") and value is not None]
+        if not was_created and blanks:
+            for field in blanks:
+                setattr(spec, field, paper[field])
+            spec.save(update_fields=blanks)
+            completed += 1
+        row, _ = PublishedResult.objects.update_or_create(
+            board=board,
+            model=spec,
+            defaults={
+                "position": position,
+                "group": model.group,
+                "overall": model.overall,
+                "metrics": model.metrics,
+                "prompt_tokens": model.prompt_tokens,
+                "completion_tokens": model.completion_tokens,
+                "total_tokens": model.total_tokens,
+                "input_price_per_mtok": model.input_price_per_mtok,
+                "output_price_per_mtok": model.output_price_per_mtok,
+                "citation": CITATION,
+            },
+        )
+        kept.append(row.pk)
+    removed, _ = PublishedResult.objects.filter(board=board).exclude(pk__in=kept).delete()
+    return PublishedImport(
+        board=board, rows=len(kept), models_created=created, models_completed=completed, rows_removed=removed
+    )

@@ -1,0 +1,142 @@
+"""The pages in a real browser: headless Debian Chromium driven by Selenium against the live server.
+
+Skipped when Chromium, its driver or Selenium is missing. With ``EEGAB_SCREENSHOTS=1`` the
+leaderboard and an episode page are saved to ``docs/screenshots/`` (for the README).
+"""
+import os
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.urls import reverse
+
+from benchmark.models import Task
+from leaderboard.services import import_published
+from runs.models import Run, Status
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+CHROMIUM_FLAGS = (
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run", "--window-size=1400,1000",
+)  # fmt: skip
+WAIT_SEC = 30
+SCREENSHOTS = settings.BASE_DIR / "docs" / "screenshots"
+
+webdriver = pytest.importorskip("selenium.webdriver", reason="Selenium is not installed (pip install selenium)")
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not (CHROMIUM.exists() and CHROMEDRIVER.exists()),
+        reason="Debian's chromium and chromium-driver are not installed (apt-get install -y chromium chromium-driver)",
+    ),
+    # The live server reads the test database from its own thread, so each test commits; the
+    # serialized rollback puts back what the migrations installed (the six tasks) afterwards.
+    pytest.mark.django_db(transaction=True, serialized_rollback=True),
+]
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for flag in (*CHROMIUM_FLAGS, f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=webdriver.ChromeService(executable_path=str(CHROMEDRIVER)), options=options)
+    yield driver
+    driver.quit()
+
+
+@pytest.fixture
+def board(bench):
+    """The bench suite's board with the paper's published rows beside its two runs."""
+    Task.objects.ensure_official()
+    import_published(board=bench.suite.name)
+    return bench
+
+
+def wait_for(browser, selector: str, *, root=None):
+    """The elements matching ``selector`` once there is at least one (fails after WAIT_SEC)."""
+    scope = root or browser
+    return WebDriverWait(browser, WAIT_SEC).until(lambda _: scope.find_elements(By.CSS_SELECTOR, selector))
+
+
+def screenshot(browser, name: str) -> None:
+    """Save the whole page as docs/screenshots/<name>.png when EEGAB_SCREENSHOTS=1."""
+    if os.environ.get("EEGAB_SCREENSHOTS") != "1":
+        return
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    height = browser.execute_script("return document.documentElement.scrollHeight")
+    browser.set_window_size(1400, min(max(height, 1000), 4000))
+    browser.execute_script("window.scrollTo(0, 0)")
+    browser.save_screenshot(str(SCREENSHOTS / f"{name}.png"))
+    browser.set_window_size(1400, 1000)
+
+
+def overall_column(browser) -> list[float]:
+    cells = browser.find_elements(By.CSS_SELECTOR, "#board-bench table.leaderboard tbody tr td:nth-child(5)")
+    return [float(cell.get_attribute("data-sort")) for cell in cells if cell.get_attribute("data-sort")]
+
+
+def test_leaderboard_draws_its_chart(browser, live_server, board):
+    browser.get(live_server.url + reverse("leaderboard:index"))
+    chart = wait_for(browser, "[data-figure='overall-bench'] svg.main-svg")
+    assert chart[0].is_displayed()
+    markers = browser.find_elements(By.CSS_SELECTOR, "[data-figure='overall-bench'] .scatterlayer .point")
+    assert len(markers) >= 2 + 29  # two runs and the paper's rows
+    assert "Alpha-1" in browser.page_source and "GPT-5.6-sol" in browser.page_source
+    screenshot(browser, "leaderboard")
+
+
+def test_leaderboard_sorts_a_column(browser, live_server, board):
+    browser.get(live_server.url + reverse("leaderboard:index"))
+    header = wait_for(browser, "#board-bench table.leaderboard thead th[data-sort-first]")[0]
+    assert header.text.startswith("Overall")
+    header.click()
+    assert header.get_attribute("aria-sort") == "descending"
+    scores = overall_column(browser)
+    assert scores == sorted(scores, reverse=True)
+    header.click()
+    assert header.get_attribute("aria-sort") == "ascending"
+    scores = overall_column(browser)
+    assert scores == sorted(scores) and len(scores) == 31
+
+
+def test_episode_step_expands_to_its_signal_plot(browser, live_server, board):
+    episode = board.episode(board.alpha, "T5")
+    step = board.windowed_step(board.alpha)
+    browser.get(live_server.url + reverse("leaderboard:episode", args=[episode.pk]))
+    wait_for(browser, "[data-figure='outcome-%d'] svg.main-svg" % episode.pk)  # the T5 intervals
+    item = browser.find_element(By.ID, f"step-{step.index}")
+    item.find_element(By.CSS_SELECTOR, "details.step-details > summary").click()
+    signal = wait_for(browser, "[data-role='signal'] svg.main-svg", root=item)
+    assert signal[0].is_displayed()
+    wait_for(browser, "[data-role='features'] svg.main-svg", root=item)
+    traces = item.find_elements(By.CSS_SELECTOR, "[data-role='signal'] .scatterlayer .trace")
+    assert len(traces) == 3  # the three channels the call asked for
+    assert "EEG1: windows" in item.text
+    screenshot(browser, "episode")
+
+
+def test_staff_creates_a_run(browser, live_server, board, staff_user):
+    browser.get(live_server.url + reverse("login") + "?next=" + reverse("leaderboard:new_run"))
+    browser.find_element(By.NAME, "username").send_keys("staff")
+    browser.find_element(By.NAME, "password").send_keys("staff-password")
+    browser.find_element(By.CSS_SELECTOR, "form.stacked button[type=submit]").click()
+    form = wait_for(browser, "#new-run-form")[0]
+    Select(form.find_element(By.NAME, "model")).select_by_visible_text("Alpha-1")
+    Select(form.find_element(By.NAME, "suite")).select_by_value(str(board.suite.pk))
+    form.find_element(By.NAME, "name").send_keys("browser run")
+    form.find_element(By.NAME, "limit").send_keys("1")
+    form.find_element(By.NAME, "api_key_env").send_keys("OPENAI_API_KEY")
+    form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+    heading = wait_for(browser, "h1 #run-status")[0]
+    run = Run.objects.get(name="browser run")
+    assert browser.current_url.endswith(reverse("leaderboard:run", args=[run.pk]))
+    assert "browser run" in browser.find_element(By.TAG_NAME, "h1").text
+    assert heading.text == Status.PENDING  # the ORM broker holds the tasks; nothing runs in the test
+    assert run.episodes.count() == 6 and run.created_by == staff_user
+    assert browser.find_element(By.ID, "cancel-run").is_displayed()
