@@ -70,7 +70,7 @@ _BYTES_PER_SAMPLE = 2
 # ones evaluate the interpolation in blocks of at least this many samples (and 4 spectra wide).
 _FULL_INVERSE_SHARE = 0.25
 _MIN_INTERPOLATION_BLOCK = 1 << 18
-# A whole-channel pass maps the file this many bytes at a time, releasing each part before the next.
+# Reads map the file this many bytes at a time, releasing each part before the next (see _digital).
 _PASS_CHUNK_BYTES = 8 << 20
 
 
@@ -356,9 +356,24 @@ class EdfRecording:
         return out
 
     def _digital(self, channel: int, first_record: int, stop_record: int) -> np.ndarray:
-        """Stored integers of ``channel`` in records ``first_record:stop_record``, shape (n_records, n)."""
-        begin = self._record_offsets[channel]
-        return self._records[first_record:stop_record, begin : begin + self._samples[channel]]
+        """Stored integers of ``channel`` in records ``first_record:stop_record``, shape (n_records, n).
+
+        A copy, gathered so that at most one chunk of the file is mapped at a time: a strided pass
+        over many records touches nearly every page of them, and each chunk's pages are unmapped
+        once read (they stay in the page cache), so long reads do not add the file to our RSS.
+        """
+        begin, stored = self._record_offsets[channel], self._samples[channel]
+        record_bytes = self._records.shape[1] * _BYTES_PER_SAMPLE
+        chunk = max(_PASS_CHUNK_BYTES // record_bytes, 1)
+        digital = np.empty((stop_record - first_record, stored), dtype=self._records.dtype)
+        for first in range(first_record, stop_record, chunk):
+            last = min(first + chunk, stop_record)
+            digital[first - first_record : last - first_record] = self._records[first:last, begin : begin + stored]
+            if hasattr(mmap, "MADV_DONTNEED"):
+                mapped = self._header_bytes + first * record_bytes
+                page = mapped // mmap.PAGESIZE * mmap.PAGESIZE
+                self._map.madvise(mmap.MADV_DONTNEED, page, self._header_bytes + last * record_bytes - page)
+        return digital
 
     def _physical(self, digital: np.ndarray, channel: int, out=None) -> np.ndarray:
         out = np.multiply(digital, self._cal[channel], out=out)
@@ -387,30 +402,13 @@ class EdfRecording:
     def _spectrum(self, channel: int) -> np.ndarray:
         """MNE's scaled half spectrum of the whole channel, before its zero-padded inverse FFT."""
         if channel not in self._spectra:
-            signal = self._physical(self._whole_channel(channel), channel)
+            signal = self._physical(self._digital(channel, 0, len(self._records)).ravel(), channel)
             spectrum = scipy.fft.rfft(signal)
             if signal.size % 2 == 0:
                 spectrum[signal.size // 2] *= 0.5
             spectrum *= float(self.n_times) / float(signal.size)
             self._spectra[channel] = spectrum
         return self._spectra[channel]
-
-    def _whole_channel(self, channel: int) -> np.ndarray:
-        """Every stored integer of ``channel``, gathered so that at most one chunk of the file is mapped.
-
-        A strided pass over all records touches nearly every page of the file; each chunk's pages are
-        unmapped once read (they stay in the page cache), so the pass does not add the file to our RSS.
-        """
-        n_records, record_bytes = self._records.shape[0], self._records.shape[1] * _BYTES_PER_SAMPLE
-        chunk = max(_PASS_CHUNK_BYTES // record_bytes, 1)
-        digital = np.empty((n_records, self._samples[channel]), dtype=self._records.dtype)
-        for first in range(0, n_records, chunk):
-            last = min(first + chunk, n_records)
-            digital[first:last] = self._digital(channel, first, last)
-            if hasattr(mmap, "MADV_DONTNEED"):
-                begin = (self._header_bytes + first * record_bytes) // mmap.PAGESIZE * mmap.PAGESIZE
-                self._map.madvise(mmap.MADV_DONTNEED, begin, self._header_bytes + last * record_bytes - begin)
-        return digital.ravel()
 
     def _read_upsampled(self, channel: int, start: int, stop: int) -> np.ndarray:
         if self._samples[channel] == 0:

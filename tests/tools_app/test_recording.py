@@ -513,8 +513,9 @@ def test_band_limited_samples_equal_the_full_inverse_fft(n_in, factor):
         np.testing.assert_allclose(samples, full[start:stop], rtol=0, atol=1e-14 * np.abs(full).max())
 
 
-# Opens a recording and reads 30 s of every channel in a fresh process; prints the bytes allocated and the
-# rise of the peak resident set (VmHWM, reset through clear_refs just before), in kB.
+# Opens a recording and reads samples argv[2]:argv[3] of the channels argv[4:] (every channel when none) in a
+# fresh process; prints the bytes allocated and the rise of the peak resident set (VmHWM, reset through
+# clear_refs just before), in kB.
 PEAK_MEMORY_SCRIPT = """
 import sys, tracemalloc
 from tools_app.recording import open_recording
@@ -528,40 +529,49 @@ with open("/proc/self/clear_refs", "w") as clear_refs:
 resident = status_kb("VmRSS")
 tracemalloc.start()
 recording = open_recording(sys.argv[1])
-start = int(sys.argv[2])
-recording.get_data(None, start, start + int(30 * recording.sfreq))
+recording.get_data([int(pick) for pick in sys.argv[4:]] or None, int(sys.argv[2]), int(sys.argv[3]))
 print(tracemalloc.get_traced_memory()[1], status_kb("VmHWM") - resident)
 """
+needs_proc = pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(), reason="needs Linux /proc for peak RSS")
+SLEEP_LAYOUT = (["EEG Fpz-Cz", "EEG Pz-Oz", "EOG", "Resp", "EMG", "Temp", "Event"], [3000] * 3 + [30] * 4, 23, 30, 60)
+CHB_LAYOUT = (CHB_LABELS, [256] * 23, 4, 1, 600)
 
 
-@pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(), reason="needs Linux /proc for peak RSS")
-@pytest.mark.parametrize(
-    ("labels", "samples", "hours", "record_seconds", "chunk"),
-    [
-        pytest.param(CHB_LABELS, [256] * 23, 4, 1, 600, id="chbmit-4h-uniform"),
-        pytest.param(
-            ["EEG Fpz-Cz", "EEG Pz-Oz", "EOG", "Resp", "EMG", "Temp", "Event"],
-            [3000] * 3 + [30] * 4, 23, 30, 60, id="sleep-edf-23h-mixed-rates",
-        ),
-    ],
-)
-def test_thirty_seconds_of_a_long_file_stay_small_in_memory(
-    tmp_path, labels, samples, hours, record_seconds, chunk
-):
-    path = tmp_path / "long.edf"
+def long_edf(path, labels, samples, hours, record_seconds, chunk):
+    """Write ``hours`` of records repeating one random block of ``chunk`` records; return the block."""
     n_records = hours * 3600 // record_seconds
     block = np.random.default_rng(0).integers(-2000, 2000, (chunk, sum(samples)), dtype=np.int16)
     with path.open("wb") as out:
         out.write(edf_header(labels, samples, n_records=n_records, record_duration=record_seconds))
         for _ in range(n_records // chunk):
             block.astype("<i2").tofile(out)
-    assert path.stat().st_size > 45 * 2**20
-    middle = n_records // 2 * samples[0]
+    return block
+
+
+def peak_memory(path, start, stop, picks=()):
+    """Return the bytes allocated and the peak RSS rise (kB) of one read in a fresh process."""
     result = subprocess.run(
-        [sys.executable, "-c", PEAK_MEMORY_SCRIPT, str(path), str(middle)],
+        [sys.executable, "-c", PEAK_MEMORY_SCRIPT, str(path), str(start), str(stop), *map(str, picks)],
         cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True, check=True,
     )
     allocated, peak_rss_kb = map(int, result.stdout.split())
+    return allocated, peak_rss_kb
+
+
+@needs_proc
+@pytest.mark.parametrize(
+    ("labels", "samples", "hours", "record_seconds", "chunk"),
+    [pytest.param(*CHB_LAYOUT, id="chbmit-4h-uniform"), pytest.param(*SLEEP_LAYOUT, id="sleep-edf-23h-mixed-rates")],
+)
+def test_thirty_seconds_of_a_long_file_stay_small_in_memory(
+    tmp_path, labels, samples, hours, record_seconds, chunk
+):
+    path = tmp_path / "long.edf"
+    block = long_edf(path, labels, samples, hours, record_seconds, chunk)
+    assert path.stat().st_size > 45 * 2**20
+    n_records = hours * 3600 // record_seconds
+    middle = n_records // 2 * samples[0]
+    allocated, peak_rss_kb = peak_memory(path, middle, middle + 30 * samples[0] // record_seconds)
     assert allocated < 10 * 2**20
     assert peak_rss_kb < 32 * 1024  # reading the whole file would map all of it (48 MB for the night)
 
@@ -570,6 +580,19 @@ def test_thirty_seconds_of_a_long_file_stay_small_in_memory(
     first_record = (n_records // 2) % chunk
     expected = block[first_record : first_record + 5, : samples[0]].ravel() * cal + (-500 + 32768 * cal)
     np.testing.assert_allclose(first[0], expected * 1e-6, rtol=1e-12)
+
+
+@needs_proc
+def test_a_whole_channel_read_leaves_the_file_unmapped(tmp_path):
+    path = tmp_path / "long.edf"
+    long_edf(path, *CHB_LAYOUT)
+    n_times = 4 * 3600 * 256
+    allocated, peak_rss_kb = peak_memory(path, 0, n_times, [3])
+    samples_mb = n_times * (8 + 2) / 2**20  # the float64 result and the int16 copy it is decoded from
+    assert allocated < (samples_mb + 1) * 2**20
+    # The read touches every page of the 170-MB file; only a chunk of it may be mapped at a time.
+    assert peak_rss_kb < (samples_mb + 24) * 1024
+    assert path.stat().st_size > 160 * 2**20
 
 
 def test_unique_channel_names_match_mne():

@@ -9,6 +9,7 @@ from tests.tools_app.recordings import make_raw, make_recording, noise, sine
 from tools_app.signal import noise as noise_metrics
 from tools_app.signal import ranges, segments, spatial, spectral, temporal, transients, windowed
 from tools_app.signal.rounding import round_value
+from tools_app.signal.workspace import Workspace
 
 
 # ---------------------------------------------------------------------- spectral
@@ -366,15 +367,41 @@ def test_cached_windows_equal_the_direct_windows(long_source, window, step):
 def test_the_cache_holds_the_same_numbers_however_it_was_filled(long_source, monkeypatch):
     source, data = long_source
     together = source.segments
-    together.build([0, 1, 2])
+    together.build([0, 1, 2])  # three channels, built by concurrent threads
     monkeypatch.setattr(segments, "_WORKERS", 1)
     monkeypatch.setattr(segments, "_READ_SAMPLES", 1 << 18)
+    monkeypatch.setattr(segments, "_COMPUTE_SAMPLES", 1 << 14)
     alone = segments.RecordSegments(source.read, 100.0, data.shape[1])
     alone.build([1])
     for name in ("units", "steps", "curvatures_before", "curvatures_after", "unit_blocks", "segment_bands",
                  "block_psd", "saturation_ratio", "flat_line_ratio"):
         np.testing.assert_array_equal(getattr(alone.channel(1), name), getattr(together.channel(1), name), err_msg=name)
     assert alone.channel(1).whole_zero_crossings is None and together.channel(1).whole_zero_crossings is not None
+
+
+@pytest.mark.parametrize(
+    ("shape", "count"), [((50, 100), None), ((3, 7, 64), None), ((1000,), 400), ((2, 10), 9), ((3,), 1), ((1,), None)]
+)
+def test_rows_computed_in_a_workspace_equal_the_allocating_computation(shape, count):
+    workspace = Workspace()
+    workspace.array("deviation", (10_000,))  # scratch left larger by an earlier use
+    for seed in (23, 24):  # the second use overwrites the scratch arrays of the first
+        values = np.random.default_rng(seed).standard_normal(shape) * 1e-5
+        np.testing.assert_array_equal(
+            segments.rows_of(values, count, workspace=workspace), segments.rows_of(values, count)
+        )
+
+
+@pytest.mark.parametrize(("sfreq", "seconds"), [(100.0, 300), (173.61, 60), (256.0, 4)])
+def test_periodograms_computed_in_a_workspace_equal_the_allocating_computation(sfreq, seconds):
+    workspace = Workspace()
+    nperseg = spectral.welch_nperseg(sfreq, int(seconds * sfreq))
+    for seed in (25, 26):
+        data = np.stack([noise(seconds, sfreq, seed=seed), sine(10, 2e-5, seconds, sfreq)])
+        np.testing.assert_array_equal(
+            spectral.segment_periodograms(data, sfreq, nperseg, workspace=workspace),
+            spectral.segment_periodograms(data, sfreq, nperseg),
+        )
 
 
 def test_pooling_rows_gives_the_moments_of_the_union():

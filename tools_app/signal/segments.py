@@ -27,6 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from tools_app.signal import noise, spectral, temporal
+from tools_app.signal.workspace import Workspace, scratch
 
 #: Segment periodograms are summed in blocks of this many segments; unit rows are pooled in
 #: blocks of as many units.
@@ -34,9 +35,12 @@ SEGMENTS_PER_BLOCK = 64
 #: A channel is read in chunks of at most this many samples (one read for most recordings: a
 #: resampled EDF channel costs a whole-channel FFT per read) ...
 _READ_SAMPLES = 1 << 23
-#: ... and processed in pieces of about this many, small enough for the processor cache.
+#: ... and processed in pieces of about this many, small enough for the processor cache, whose
+#: intermediate arrays reuse one scratch workspace per channel.
 _COMPUTE_SAMPLES = 1 << 16
-#: Pieces of one channel are processed by this many threads (numpy releases the GIL).
+#: Unit rows are pooled into blocks this many blocks at a time.
+_BLOCKS_PER_POOL = 16
+#: Channels are built by this many threads at once (numpy releases the GIL).
 _WORKERS = max(1, min(2, os.cpu_count() or 1))
 
 #: Columns of a statistics row: the samples' count, mean, Σ(x - mean)^k for k = 2..4 and
@@ -47,7 +51,7 @@ COLUMN = {name: index for index, name in enumerate(FIELDS)}
 _N, _MEAN, _M2, _M3, _M4, _LOW, _HIGH, _DN, _DMEAN, _DM2, _DABS, _CN, _CMEAN, _CM2 = range(len(FIELDS))
 
 
-def rows_of(values, count=None):
+def rows_of(values, count=None, *, workspace=None):
     """Return the statistics row of everything that starts in ``values[..., :count]``.
 
     Parameters
@@ -56,6 +60,8 @@ def rows_of(values, count=None):
         Samples; those past ``count`` only complete the differences that start before it.
     count : int, optional
         How many leading samples the row covers (default: all), at least 1.
+    workspace : Workspace, optional
+        Scratch memory for the intermediate arrays (the rows are the same without it).
 
     Returns
     -------
@@ -63,13 +69,16 @@ def rows_of(values, count=None):
     """
     values = np.asarray(values, dtype=np.float64)
     count = values.shape[-1] if count is None else count
+    lead = values.shape[:-1]
     inside = values[..., :count]
-    all_steps = np.diff(values[..., : count + 2], axis=-1)
+    covered = values[..., : count + 2]
+    n_steps = covered.shape[-1] - 1
+    all_steps = np.subtract(covered[..., 1:], covered[..., :-1], out=scratch(workspace, "steps", lead + (n_steps,)))
     steps = all_steps[..., :count]
-    rows = np.empty(values.shape[:-1] + (len(FIELDS),))
+    rows = np.empty(lead + (len(FIELDS),))
     mean = inside.mean(axis=-1)
-    deviation = inside - mean[..., np.newaxis]
-    squared = deviation * deviation
+    deviation = np.subtract(inside, mean[..., np.newaxis], out=scratch(workspace, "deviation", inside.shape))
+    squared = np.multiply(deviation, deviation, out=scratch(workspace, "squared", inside.shape))
     rows[..., _N] = count
     rows[..., _MEAN] = mean
     rows[..., _M2] = squared.sum(axis=-1)
@@ -78,8 +87,10 @@ def rows_of(values, count=None):
     rows[..., _LOW] = inside.min(axis=-1)
     rows[..., _HIGH] = inside.max(axis=-1)
     _second_order(steps, rows, _DN)
-    rows[..., _DABS] = np.abs(steps).sum(axis=-1)
-    _second_order(np.diff(all_steps, axis=-1)[..., :count], rows, _CN)
+    rows[..., _DABS] = np.abs(steps, out=scratch(workspace, "deviation", steps.shape)).sum(axis=-1)
+    curvatures = scratch(workspace, "squared", lead + (max(n_steps - 1, 0),))
+    np.subtract(all_steps[..., 1:], all_steps[..., :-1], out=curvatures)
+    _second_order(curvatures[..., :count], rows, _CN)
     return rows
 
 
@@ -204,7 +215,10 @@ class ChannelSegments:
         n_units = len(self.units)
         full = n_units // SEGMENTS_PER_BLOCK * SEGMENTS_PER_BLOCK
         index = np.arange(full).reshape(-1, SEGMENTS_PER_BLOCK)
-        blocks = [pool(np.concatenate([self.units[index], self.boundaries(index[:, :-1])], axis=1))]
+        blocks = [  # a few blocks at a time, so that pooling works in the processor cache
+            pool(np.concatenate([self.units[chunk], self.boundaries(chunk[:, :-1])], axis=1))
+            for chunk in np.split(index, range(_BLOCKS_PER_POOL, len(index), _BLOCKS_PER_POOL))
+        ]
         if full < n_units:
             rest = np.arange(full, n_units)
             blocks.append(pool(np.concatenate([self.units[rest], self.boundaries(rest[:-1])]))[np.newaxis])
@@ -242,7 +256,8 @@ class RecordSegments:
     Parameters
     ----------
     read : callable
-        ``read(picks, start, stop) -> ndarray (len(picks), stop - start)`` in volts.
+        ``read(picks, start, stop) -> ndarray (len(picks), stop - start)`` in volts; called
+        from worker threads, several at a time.
     sfreq : float
         Sampling rate, Hz.
     n_times : int
@@ -269,16 +284,18 @@ class RecordSegments:
         return self._channels[pick]
 
     def build(self, picks):
-        """Fill the cache for every channel in ``picks`` that is not in it yet."""
+        """Fill the cache for every channel in ``picks`` that is not in it yet.
+
+        The channels are built concurrently, one per worker thread.
+        """
         with self._lock:
             missing = sorted(set(picks) - set(self._channels))
             if not missing:
                 return
-            with ThreadPoolExecutor(max_workers=_WORKERS) as workers:
-                for pick in missing:
-                    self._channels[pick] = self._build_channel(pick, workers)
+            with ThreadPoolExecutor(max_workers=min(_WORKERS, len(missing))) as workers:
+                self._channels.update(zip(missing, workers.map(self._build_channel, missing)))
 
-    def _build_channel(self, pick, workers):
+    def _build_channel(self, pick):
         unit = self.unit
         units = np.empty((self.n_units, len(FIELDS)))
         boundaries = np.full((3, self.n_units), np.nan)
@@ -287,16 +304,18 @@ class RecordSegments:
         units_per_read = max(1, _READ_SAMPLES // unit // SEGMENTS_PER_BLOCK) * SEGMENTS_PER_BLOCK
         units_per_piece = max(1, _COMPUTE_SAMPLES // unit // SEGMENTS_PER_BLOCK) * SEGMENTS_PER_BLOCK
         lookahead = max(self.nperseg - unit, 2)
+        workspace = Workspace()
         extremes, flat_steps = [], 0
         for first in range(0, self.n_units, units_per_read):
             last = min(self.n_units, first + units_per_read)
             start, stop = first * unit, min(self.n_times, last * unit)
             data = self.read([pick], start, min(self.n_times, stop + lookahead))[0]
             self._fill_boundaries(boundaries, data, first, last)
-            for piece_extremes, piece_flat_steps in workers.map(
-                lambda piece: self._fill_piece(units, bands, blocks, data, start, piece, min(last, piece + units_per_piece)),
-                range(first, last, units_per_piece),
-            ):
+            for piece in range(first, last, units_per_piece):
+                piece_last = min(last, piece + units_per_piece)
+                piece_extremes, piece_flat_steps = self._fill_piece(
+                    units, bands, blocks, data, start, piece, piece_last, workspace
+                )
                 extremes.append(piece_extremes)
                 flat_steps += piece_flat_steps
         cached = ChannelSegments(unit, units, boundaries, bands, blocks)
@@ -304,10 +323,14 @@ class RecordSegments:
         cached.flat_line_ratio = flat_steps / (self.n_times - 1)
         if units_per_read >= self.n_units:
             mean = pool(self._rows(cached, pick, 0, self.n_times))[_MEAN]
-            cached.whole_zero_crossings = (mean, int(temporal.zero_crossing_count(data[: self.n_times], mean)))
+            crossings = sum(  # piece by piece, each overlapping the next by one sample
+                int(temporal.zero_crossing_count(data[first : min(self.n_times, first + _COMPUTE_SAMPLES + 1)], mean))
+                for first in range(0, self.n_times - 1, _COMPUTE_SAMPLES)
+            )
+            cached.whole_zero_crossings = (mean, crossings)
         return cached
 
-    def _fill_piece(self, units, bands, blocks, data, start, first, last):
+    def _fill_piece(self, units, bands, blocks, data, start, first, last, workspace):
         """Compute the rows of units ``[first, last)`` and of the segments starting in them.
 
         Returns the piece's extremes with their counts, and its number of flat steps (those
@@ -317,23 +340,30 @@ class RecordSegments:
         offset = first * unit - start
         stop = min(self.n_times, last * unit) - start
         n_full = (stop - offset) // unit
-        units[first : first + n_full] = rows_of(data[offset : offset + n_full * unit].reshape(n_full, unit))
+        full = data[offset : offset + n_full * unit].reshape(n_full, unit)
+        units[first : first + n_full] = rows_of(full, workspace=workspace)
         if first + n_full < last:
-            units[first + n_full] = rows_of(data[offset + n_full * unit : stop])
+            units[first + n_full] = rows_of(data[offset + n_full * unit : stop], workspace=workspace)
         inside = data[offset:stop]
-        low, high = inside.min(), inside.max()
-        extremes = (low, high, np.count_nonzero(inside == low), np.count_nonzero(inside == high))
-        flat_steps = np.count_nonzero(np.abs(np.diff(data[offset : stop + 1])) < noise.FLAT_STEP_V)
+        low, high = units[first:last, _LOW].min(), units[first:last, _HIGH].max()
+        flags = scratch(workspace, "flags", inside.shape, dtype=bool)
+        extremes = (
+            low, high,
+            np.count_nonzero(np.equal(inside, low, out=flags)), np.count_nonzero(np.equal(inside, high, out=flags)),
+        )
+        stepped = data[offset : stop + 1]
+        steps = np.subtract(stepped[1:], stepped[:-1], out=scratch(workspace, "piece_steps", (stepped.size - 1,)))
+        flat_steps = np.count_nonzero(np.less(np.abs(steps, out=steps), noise.FLAT_STEP_V, out=flags[: steps.size]))
         last_segment = min(last, self.n_segments)
         if last_segment > first:
-            self._fill_segments(bands, blocks, data, offset, first, last_segment)
+            self._fill_segments(bands, blocks, data, offset, first, last_segment, workspace)
         return extremes, flat_steps
 
-    def _fill_segments(self, bands, blocks, data, offset, first, last_segment):
+    def _fill_segments(self, bands, blocks, data, offset, first, last_segment, workspace):
         """Compute the band integrals and block sums of segments ``[first, last_segment)``."""
         unit = self.unit
         covered = data[offset : offset + (last_segment - first - 1) * unit + self.nperseg]
-        periodograms = spectral.segment_periodograms(covered, self.sfreq, self.nperseg)
+        periodograms = spectral.segment_periodograms(covered, self.sfreq, self.nperseg, workspace=workspace)
         bands[first:last_segment] = periodograms @ self._band_weights
         block_of = np.arange(first, last_segment) // SEGMENTS_PER_BLOCK
         edges = np.flatnonzero(np.diff(block_of, prepend=-1))

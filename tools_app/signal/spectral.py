@@ -6,6 +6,7 @@ scaling (scipy's defaults), integrated over bands with the trapezoid rule and *i
 band edges. The per-segment periodograms are exposed too, so that a long recording's
 spectrum can be accumulated segment by segment (see :mod:`tools_app.signal.ranges`).
 """
+import functools
 from collections.abc import Mapping
 
 import numpy as np
@@ -13,6 +14,8 @@ import scipy.fft
 from numpy.lib.stride_tricks import sliding_window_view
 from scipy.signal import get_window
 from scipy.signal.windows import dpss
+
+from tools_app.signal.workspace import Workspace, scratch
 
 #: The five bands of ``compute_psd``, ``compute_band_power`` and ``compute_asymmetry`` (Hz).
 DEFAULT_BANDS: Mapping[str, tuple[float, float]] = {
@@ -63,7 +66,7 @@ def welch_frequencies(sfreq, nperseg):
     return scipy.fft.rfftfreq(nperseg, 1.0 / sfreq)
 
 
-def segment_periodograms(data, sfreq, nperseg):
+def segment_periodograms(data, sfreq, nperseg, *, workspace=None):
     """Return the density-scaled one-sided periodogram of every Welch segment.
 
     Parameters
@@ -74,6 +77,9 @@ def segment_periodograms(data, sfreq, nperseg):
         Sampling rate, Hz.
     nperseg : int
         Segment length, samples (at most ``n_times``).
+    workspace : Workspace, optional
+        Scratch memory for the intermediate arrays and the result, which then stays valid
+        only until the workspace's next use (the numbers are the same without it).
 
     Returns
     -------
@@ -81,16 +87,24 @@ def segment_periodograms(data, sfreq, nperseg):
         The mean over the segment axis is scipy's ``welch`` with the same settings.
     """
     data = np.asarray(data, dtype=np.float64)
-    window = get_window("hann", nperseg)
-    scale = 1.0 / (sfreq * np.sum(window * window))
+    window = _hann(nperseg)
     segments = sliding_window_view(data, nperseg, axis=-1)[..., :: welch_step(nperseg), :]
-    centred = segments - segments.mean(axis=-1, keepdims=True)
+    centred = scratch(workspace, "centred", segments.shape)
+    np.subtract(segments, segments.mean(axis=-1, keepdims=True), out=centred)
     centred *= window
     spectrum = scipy.fft.rfft(centred, axis=-1, overwrite_x=True)
-    power = np.square(spectrum.real)
-    power += np.square(spectrum.imag)
-    power *= _one_sided_scale(nperseg, scale)
+    power = np.square(spectrum.real, out=scratch(workspace, "power", spectrum.shape))
+    power += np.square(spectrum.imag, out=scratch(workspace, "imaginary_power", spectrum.shape))
+    power *= _one_sided_scale(nperseg, 1.0 / (sfreq * np.sum(window * window)))
     return power
+
+
+@functools.lru_cache(maxsize=16)
+def _hann(nperseg):
+    """Return scipy's periodic Hann window of ``nperseg`` samples (read-only: it is shared)."""
+    window = get_window("hann", nperseg)
+    window.flags.writeable = False
+    return window
 
 
 def _one_sided_scale(nperseg, scale):
@@ -126,10 +140,11 @@ def segment_periodogram_sum(data, sfreq, nperseg):
     step = welch_step(nperseg)
     n_segments = n_welch_segments(n_times, nperseg)
     total = np.zeros(data.shape[:-1] + (nperseg // 2 + 1,))
+    workspace = Workspace()
     for first in range(0, n_segments, _SEGMENTS_PER_BATCH):
         last = min(n_segments, first + _SEGMENTS_PER_BATCH)
         chunk = data[..., first * step : (last - 1) * step + nperseg]
-        total += segment_periodograms(chunk, sfreq, nperseg).sum(axis=-2)
+        total += segment_periodograms(chunk, sfreq, nperseg, workspace=workspace).sum(axis=-2)
     return total, n_segments
 
 
