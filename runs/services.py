@@ -51,15 +51,20 @@ def create_run(
     return run
 
 
-@transaction.atomic
-def append_step(*, episode: Episode, kind: str, **fields) -> Step:
+def append_step(*, episode: Episode, kind: str, index: int | None = None, **fields) -> Step:
     """Append a step to ``episode`` at the next index, so indexes always run 0 … n-1.
 
-    The episode row is locked for the duration, so concurrent writers to one episode
-    take turns instead of reading the same step count.
+    The episode row is locked while the next index is counted, so concurrent writers to one
+    episode take turns instead of reading the same step count. A writer that numbers its own
+    steps (the episode loop, sole writer of the episode it claimed) passes ``index`` instead:
+    the step is then a single INSERT, and the unique (episode, index) constraint refuses an
+    index that is taken.
     """
-    locked = Episode.objects.select_for_update().only("id").get(pk=episode.pk)
-    return Step.objects.create(episode=locked, index=locked.steps.count(), kind=kind, **fields)
+    if index is not None:
+        return Step.objects.create(episode_id=episode.pk, index=index, kind=kind, **fields)
+    with transaction.atomic():
+        locked = Episode.objects.select_for_update().only("id").get(pk=episode.pk)
+        return Step.objects.create(episode=locked, index=locked.steps.count(), kind=kind, **fields)
 
 
 @transaction.atomic

@@ -1,0 +1,640 @@
+"""The episode loop: one agent, one instance, the official protocol, every step recorded as it happens.
+
+``run_episode(episode_id=…)`` claims a pending episode, plays it and scores it:
+
+1. The conversation opens with the task's system and user prompts. With the native
+   protocol the model is also given the allowed tools and ``submit_final_answer``.
+2. Each turn the agent replies once; the reply is read as an action (``runs.protocol``).
+   Up to three tool calls run per turn (native calls beyond that get a stub result), at most
+   ``max_tool_calls`` in the episode (0 for T1, 999 otherwise); once they are used up the
+   model is told so, and an episode that keeps calling tools ends without an answer.
+3. A final answer that fails the output-schema check, a turn without a usable action, and a
+   tool call past the budget each get a nudge, up to three in a row; the fourth such turn ends
+   the episode as a format failure (an invalid final answer is then scored as given, anything
+   else as an empty answer). An empty native final answer gets up to two nudges of its own.
+4. The episode ends at the final answer, at 1,000 turns, at an optional wall-clock, token
+   or cost cap, when its run is cancelled, or when the provider fails after all retries
+   (an infrastructure failure: status failed, not scored, re-runnable).
+5. A completed episode is scored at once with the official scorer, on this one item.
+
+The step record is the episode: ``step_messages`` turns each step into the messages it
+added to the conversation, the loop builds its conversation with that very function, and
+``replay_messages`` rebuilds the conversation from the stored steps. Step conventions:
+
+- ``prompt``: ``result = {"messages", "protocol", "tools"}``.
+- ``agent_message``: ``text`` the model's visible text, ``reasoning`` the provider's,
+  tokens, latency and cost, and ``result = {"action", "thought", "tool_calls": [{"id",
+  "name", "arguments" (JSON text)}], "final_answer", "memory", "finish_reason"}``.
+- ``tool_call``: ``tool_name``, ``arguments``, ``latency_ms``, ``error``,
+  ``result = {"status", "content" (the tool's full result), "tool_call_id"}`` and ``text``,
+  the result exactly as the model read it. Status is ``ok``, ``tool_not_available``, or
+  ``not_executed`` for a native call answered with a stub (these do not count as calls).
+- ``nudge``: a message from the environment that is not a tool result, ``text`` as sent,
+  ``result = {"reason", "attempt", "errors"}``; memory updates are acknowledged this way.
+- ``final_answer``: the accepted answer in ``arguments``, the model's thought in ``text``.
+- ``error``: provider attempts that failed (with the tokens they reported), and why the
+  episode ended when it ended without an answer.
+"""
+from __future__ import annotations
+
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from django.db.models import Q
+from django.utils import timezone
+
+from benchmark.scoring import ScoringItem, score_task
+from runs import protocol
+from runs.agents import Agent, FailedAttempt, ProviderError, build_agent
+from runs.cost import TokenUsage, total_cost
+from runs.models import TOKEN_FIELDS, Episode, Run, Status, Step
+from runs.services import append_step
+
+MAX_TOOL_CALLS_PER_TURN = 3
+MAX_PROTOCOL_RETRIES = 3
+MAX_EMPTY_NUDGES = 2
+REPAIR_REASONS = ("invalid_action", "invalid_final_answer", "tool_budget")
+NOT_ALLOWED = "Tool '{name}' is not allowed for this scenario."
+
+EndedBy = Episode.EndedBy
+Kind = Step.Kind
+
+
+@dataclass(frozen=True)
+class EpisodeLimits:
+    """The limits of one episode: the task's turns and tool calls, and the run's optional caps.
+
+    ``Run.limits`` may lower ``max_turns`` and ``max_tool_calls`` (never raise them above the
+    task's) and set per-episode caps ``max_wall_time_sec``, ``max_total_tokens`` (prompt plus
+    completion) and ``max_cost_usd``.
+    """
+
+    max_turns: int = 1000
+    max_tool_calls: int = 999
+    max_wall_time_sec: float | None = None
+    max_total_tokens: int | None = None
+    max_cost_usd: Decimal | None = None
+
+    @classmethod
+    def for_episode(cls, task, run_limits: dict | None) -> EpisodeLimits:
+        run_limits = run_limits or {}
+        cost_cap = run_limits.get("max_cost_usd")
+        return cls(
+            max_turns=min(task.max_turns, int(run_limits.get("max_turns", task.max_turns))),
+            max_tool_calls=min(
+                task.max_tool_calls, int(run_limits.get("max_tool_calls", task.max_tool_calls))
+            ),
+            max_wall_time_sec=run_limits.get("max_wall_time_sec"),
+            max_total_tokens=run_limits.get("max_total_tokens"),
+            max_cost_usd=None if cost_cap is None else Decimal(str(cost_cap)),
+        )
+
+    def cap_reached(self, *, elapsed_sec: float, total_tokens: int, cost_usd: Decimal | None) -> str:
+        """Which cap, if any, the episode has reached, in words ("" for none)."""
+        if self.max_wall_time_sec is not None and elapsed_sec >= self.max_wall_time_sec:
+            return f"wall-clock cap of {self.max_wall_time_sec} s reached after {elapsed_sec:.1f} s"
+        if self.max_total_tokens is not None and total_tokens >= self.max_total_tokens:
+            return f"token cap of {self.max_total_tokens} reached ({total_tokens} tokens used)"
+        if self.max_cost_usd is not None and cost_usd is not None and cost_usd >= self.max_cost_usd:
+            return f"cost cap of ${self.max_cost_usd} reached (${cost_usd} spent)"
+        return ""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How an episode ended and what is to be scored."""
+
+    status: str
+    ended_by: str = ""
+    final_answer: dict | None = None
+    prediction: dict | None = None
+    error_kind: str = ""
+    error_message: str = ""
+
+
+class ToolBug(Exception):
+    """A tool raised instead of returning its error result: a defect of the platform, not of the agent."""
+
+
+# ── messages from steps ──────────────────────────────────────────────────────────────────────
+
+
+def _assistant_message(step: Step, *, native: bool) -> dict:
+    result = step.result or {}
+    calls = (result.get("tool_calls") or []) if result.get("action") == "tool_call" else []
+    if native:
+        message = {"role": "assistant", "content": step.text}
+        if calls:
+            message["tool_calls"] = [
+                {
+                    "id": call["id"],
+                    "type": "function",
+                    "function": {"name": call["name"], "arguments": call["arguments"]},
+                }
+                for call in calls
+            ]
+        return message
+    # Some providers refuse an empty assistant message, so an empty turn is replayed as its
+    # thought, else its reasoning, else a placeholder (as the official runner does).
+    content = step.text if step.text.strip() else (
+        str(result.get("thought") or "").strip() or step.reasoning.strip() or "(no output)"
+    )
+    return {"role": "assistant", "content": content}
+
+
+def step_messages(step: Step, *, native: bool) -> list[dict]:
+    """The messages ``step`` added to the conversation, in order (none for records of outcome or error)."""
+    if step.kind == Kind.PROMPT:
+        return [dict(message) for message in step.result["messages"]]
+    if step.kind == Kind.AGENT_MESSAGE:
+        return [_assistant_message(step, native=native)]
+    if step.kind == Kind.TOOL_CALL:
+        if native:
+            return [{"role": "tool", "tool_call_id": step.result["tool_call_id"], "content": step.text}]
+        return [{"role": "user", "content": step.text}]
+    if step.kind == Kind.NUDGE:
+        return [{"role": "user", "content": step.text}]
+    return []
+
+
+def replay_messages(episode: Episode) -> list[dict]:
+    """The episode's conversation rebuilt from its stored steps: every message sent, and the last reply."""
+    steps = list(episode.steps.order_by("index"))
+    if not steps or steps[0].kind != Kind.PROMPT:
+        return []
+    native = steps[0].result.get("protocol") == "native"
+    return [message for step in steps for message in step_messages(step, native=native)]
+
+
+# ── defaults of the loop's collaborators ─────────────────────────────────────────────────────
+
+
+def call_instance_tool(instance, tool_name: str, arguments: dict) -> dict:
+    """Run one tool on ``instance``'s own recording (path relative to its release's root)."""
+    from tools_app import call_tool
+
+    path = Path(instance.suite.release.source) / instance.recording_path
+    return call_tool(path, tool_name, arguments, record_id=instance.record_id, metadata=instance.metadata)
+
+
+def registry_tool_specs() -> list[dict]:
+    """The platform's tools as OpenAI function specs, in the official catalog order."""
+    from tools_app.registry import function_schemas
+
+    return list(function_schemas())
+
+
+def default_build_messages(instance, *, tool_specs: Sequence[dict]) -> list[dict]:
+    from benchmark.prompts import build_messages
+
+    return build_messages(instance, tool_specs=tool_specs)
+
+
+def allowed_tool_names(instance) -> tuple[str, ...]:
+    """The tools ``instance`` allows: none for T1, else its scenario's list (all ten when it names none)."""
+    from benchmark.prompts import OFFICIAL_TOOLS
+
+    if instance.task.code == "T1":
+        return ()
+    return tuple(instance.allowed_tools or OFFICIAL_TOOLS)
+
+
+def _spec_name(spec: dict) -> str:
+    return spec.get("function", spec).get("name", "")
+
+
+def _n_epochs(instance) -> int | None:
+    count = instance.n_epochs or (instance.metadata or {}).get("n_epochs_total")
+    return int(count) if count is not None else None
+
+
+def scoring_item(instance, prediction: dict | None, *, submitted: bool = True, completed: bool = True) -> ScoringItem:
+    """What the official scorer needs to score ``prediction`` for ``instance``."""
+    metadata = instance.metadata or {}
+    return ScoringItem(
+        scenario_id=instance.scenario_id,
+        gold=instance.reference,
+        prediction=prediction,
+        submitted=submitted,
+        completed=completed,
+        options=(instance.prompt_input or {}).get("options"),
+        duration_sec=metadata.get("duration_sec") if instance.duration_sec is None else instance.duration_sec,
+        n_epochs=_n_epochs(instance),
+    )
+
+
+def score_prediction(instance, prediction: dict | None) -> dict:
+    """The official scorer's per-item result for one prediction.
+
+    The scenario id is left out: it names the label.
+    """
+    per_item = dict(score_task(instance.task.code, [scoring_item(instance, prediction)])["per_item"][0])
+    per_item.pop("scenario_id", None)
+    return per_item
+
+
+# ── the loop ─────────────────────────────────────────────────────────────────────────────────
+
+
+class _EpisodeLoop:
+    """One attempt at an episode: the conversation, the counters, and the step record."""
+
+    def __init__(
+        self, episode: Episode, *, agent: Agent, tool_runner, messages: list[dict], tool_specs: list[dict]
+    ):
+        self.episode = episode
+        self.instance = episode.instance
+        self.agent = agent
+        self.native = agent.protocol == "native"
+        self.tool_runner = tool_runner
+        self.limits = EpisodeLimits.for_episode(self.instance.task, episode.run.limits)
+        self.allowed = set(allowed_tool_names(self.instance))
+        self.tools = None
+        if self.native:
+            allowed_specs = [spec for spec in tool_specs if _spec_name(spec) in self.allowed]
+            self.tools = [*allowed_specs, protocol.submit_tool_spec(self.instance.expected_output_schema)]
+        self.opening = messages
+        self.history: list[dict] = []
+        self.n_steps = episode.steps.count()  # the loop numbers the steps of the episode it claimed
+        self.started = time.monotonic()
+        self.n_turns = 0
+        self.n_tool_calls = 0
+        self.tokens = dict.fromkeys(TOKEN_FIELDS, 0)
+        self.costs: list[Decimal | None] = []
+        self.failures = 0  # consecutive turns that needed a repair nudge
+        self.empty_nudges = 0
+
+    # bookkeeping
+
+    def record(self, kind: str, **fields) -> Step:
+        """Append a step, add its messages to the conversation, and count its tokens and cost."""
+        step = append_step(episode=self.episode, kind=kind, index=self.n_steps, **fields)
+        self.n_steps += 1
+        self.history.extend(step_messages(step, native=self.native))
+        for name in TOKEN_FIELDS:
+            self.tokens[name] += fields.get(name) or 0
+        self.costs.append(fields.get("cost_usd"))
+        return step
+
+    @property
+    def cost_usd(self) -> Decimal | None:
+        return total_cost(self.costs, priced=self.agent.pricing.is_priced)
+
+    def usage_fields(self) -> dict:
+        return {
+            "n_turns": self.n_turns,
+            "n_tool_calls": self.n_tool_calls,
+            **self.tokens,
+            "cost_usd": self.cost_usd,
+            "wall_time_sec": round(time.monotonic() - self.started, 3),
+        }
+
+    def save_progress(self) -> None:
+        Episode.objects.filter(pk=self.episode.pk, status=Status.RUNNING).update(**self.usage_fields())
+
+    def record_attempts(self, attempts: Sequence[FailedAttempt]) -> None:
+        for number, attempt in enumerate(attempts, start=1):
+            self.record(
+                Kind.ERROR,
+                error=f"provider attempt {number} failed: {attempt.error}",
+                latency_ms=attempt.latency_ms,
+                cost_usd=attempt.cost_usd,
+                result={"reason": "provider_attempt"},
+                **(attempt.usage or TokenUsage()).as_fields(),
+            )
+
+    # the turn
+
+    def play(self) -> Outcome:
+        self.record(
+            Kind.PROMPT,
+            result={"messages": self.opening, "protocol": self.agent.protocol, "tools": self.tools},
+        )
+        for turn in range(self.limits.max_turns):
+            stop = self.stop_requested()
+            if stop is not None:
+                return stop
+            self.n_turns += 1
+            try:
+                reply = self.agent.respond(list(self.history), tools=self.tools)
+            except ProviderError as failure:
+                return self.provider_failed(failure)
+            self.record_attempts(reply.failed_attempts)
+            outcome = self.take_turn(
+                self.read(reply, turn),
+                text=reply.content,
+                reasoning=reply.reasoning,
+                latency_ms=reply.latency_ms,
+                cost_usd=reply.cost_usd,
+                finish_reason=reply.finish_reason,
+                usage=reply.usage,
+            )
+            if outcome is not None:
+                return outcome
+        return self.turn_limit_reached()
+
+    def take_turn(
+        self,
+        action: protocol.Action,
+        *,
+        text: str,
+        reasoning: str = "",
+        latency_ms: float | None = None,
+        cost_usd: Decimal | None = None,
+        finish_reason: str = "",
+        usage: TokenUsage | None = None,
+    ) -> Outcome | None:
+        """Record the agent's turn that asked for ``action``, carry the action out, and save the counters.
+
+        Returns the outcome when the turn ended the episode, else None.
+        """
+        self.record(
+            Kind.AGENT_MESSAGE,
+            text=text,
+            reasoning=reasoning,
+            latency_ms=latency_ms,
+            cost_usd=cost_usd,
+            result={
+                "action": action.kind,
+                "thought": action.thought,
+                "tool_calls": [
+                    {"id": c.id, "name": c.name, "arguments": protocol.arguments_json(c.arguments)}
+                    for c in action.tool_calls
+                ],
+                "final_answer": action.final_answer,
+                "memory": action.memory,
+                "finish_reason": finish_reason,
+            },
+            **(usage or TokenUsage()).as_fields(),
+        )
+        outcome = self.act(action)
+        self.save_progress()
+        return outcome
+
+    def turn_limit_reached(self) -> Outcome:
+        self.record(Kind.ERROR, error=f"turn limit of {self.limits.max_turns} reached without a final answer")
+        return Outcome(Status.COMPLETED, EndedBy.TURN_LIMIT, prediction={})
+
+    def resume(self) -> None:
+        """Take up an attempt where its stored record left it: counters, clock, and the nudges in a row.
+
+        For an episode played one turn per request (``runs.environment``), whose loop lives no
+        longer than one turn. A turn either resets the run of failed turns or ends in a repair
+        nudge numbered with it, so the last step tells how many failed turns precede the next.
+        """
+        episode = self.episode
+        self.n_turns = episode.n_turns
+        self.n_tool_calls = episode.n_tool_calls
+        self.tokens = {name: getattr(episode, name) for name in TOKEN_FIELDS}
+        self.costs = [episode.cost_usd]
+        if episode.started_at is not None:
+            self.started -= (timezone.now() - episode.started_at).total_seconds()
+        last = episode.steps.order_by("-index").first()
+        result = (last.result or {}) if last is not None and last.kind == Kind.NUDGE else {}
+        self.failures = int(result.get("attempt") or 0) if result.get("reason") in REPAIR_REASONS else 0
+
+    def read(self, reply, turn: int) -> protocol.Action:
+        prefix = f"call_{turn}_"
+        if self.native:
+            return protocol.parse_native_action(reply.content, reply.tool_calls, id_prefix=prefix)
+        return protocol.parse_text_action(reply.content, id_prefix=prefix)
+
+    def stop_requested(self) -> Outcome | None:
+        cancelled = Episode.objects.filter(pk=self.episode.pk).filter(
+            Q(status=Status.CANCELLED) | Q(run__status=Status.CANCELLED)
+        )
+        if cancelled.exists():
+            self.record(Kind.ERROR, error="the run was cancelled")
+            return Outcome(Status.CANCELLED, EndedBy.CANCELLED)
+        cap = self.limits.cap_reached(
+            elapsed_sec=time.monotonic() - self.started,
+            total_tokens=self.tokens["prompt_tokens"] + self.tokens["completion_tokens"],
+            cost_usd=self.cost_usd,
+        )
+        if cap:
+            self.record(Kind.ERROR, error=f"stopped: {cap}")
+            return Outcome(Status.COMPLETED, EndedBy.COST_CAP, prediction={}, error_message=cap)
+        return None
+
+    def provider_failed(self, failure: ProviderError) -> Outcome:
+        self.record_attempts(failure.attempts)
+        if not failure.attempts:
+            self.record(Kind.ERROR, error=str(failure))
+        ended_by = EndedBy.CONTEXT_EXCEEDED if failure.context_exceeded else EndedBy.PROVIDER_ERROR
+        return Outcome(
+            Status.FAILED, ended_by, error_kind=Episode.ErrorKind.INFRASTRUCTURE, error_message=str(failure)
+        )
+
+    def act(self, action: protocol.Action) -> Outcome | None:
+        if action.kind == "final_answer":
+            return self.final_answer(action)
+        if action.kind == "tool_call":
+            return self.call_tools(action)
+        if action.kind == "memory_update":
+            self.failures = 0
+            acknowledgement = protocol.observation_text(protocol.memory_acknowledgement(action.memory))
+            text = protocol.TOOL_RESULT_PREFIX + acknowledgement
+            self.record(Kind.NUDGE, text=text, result={"reason": "memory_update"})
+            return None
+        return self.repair(
+            "invalid_action",
+            protocol.invalid_action_nudge(native=self.native),
+            give_up=Outcome(Status.COMPLETED, EndedBy.FORMAT_FAILURE, prediction={}),
+            give_up_reason="no usable action",
+        )
+
+    def repair(
+        self, reason: str, nudge: str, *, give_up: Outcome, give_up_reason: str, errors=()
+    ) -> Outcome | None:
+        """Nudge after a failed turn, or end the episode at the fourth failed turn in a row."""
+        errors = list(errors)[: protocol.MAX_ERRORS_SHOWN]
+        if self.failures < MAX_PROTOCOL_RETRIES:
+            self.failures += 1
+            result = {"reason": reason, "attempt": self.failures, "errors": errors}
+            self.record(Kind.NUDGE, text=nudge, result=result)
+            return None
+        detail = f": {'; '.join(errors)}" if errors else ""
+        self.record(Kind.ERROR, error=f"gave up after {self.failures} nudges: {give_up_reason}{detail}")
+        return give_up
+
+    def final_answer(self, action: protocol.Action) -> Outcome | None:
+        answer = action.final_answer or {}
+        if self.native and protocol.is_empty_answer(answer) and self.empty_nudges < MAX_EMPTY_NUDGES:
+            self.empty_nudges += 1
+            self.record(
+                Kind.NUDGE,
+                text=protocol.EMPTY_NATIVE_TURN_NUDGE,
+                result={"reason": "empty_answer", "attempt": self.empty_nudges, "errors": []},
+            )
+            return None
+        instance = self.instance
+        errors = protocol.final_answer_errors(
+            answer, instance.expected_output_schema, task=instance.task.code, n_epochs=_n_epochs(instance)
+        )
+        if errors:
+            return self.repair(
+                "invalid_final_answer",
+                protocol.repair_nudge(errors, native=self.native),
+                give_up=Outcome(
+                    Status.COMPLETED, EndedBy.FORMAT_FAILURE, final_answer=answer, prediction=answer
+                ),
+                give_up_reason="the final answer still fails the output schema",
+                errors=errors,
+            )
+        self.failures = 0
+        self.record(Kind.FINAL_ANSWER, text=action.thought, arguments=answer)
+        return Outcome(Status.COMPLETED, EndedBy.FINAL_ANSWER, final_answer=answer, prediction=answer)
+
+    def call_tools(self, action: protocol.Action) -> Outcome | None:
+        remaining = self.limits.max_tool_calls - self.n_tool_calls
+        if remaining <= 0:
+            for call in action.tool_calls:
+                self.stub(call, protocol.BUDGET_STUB)
+            return self.repair(
+                "tool_budget",
+                protocol.TOOL_BUDGET_NUDGE,
+                give_up=Outcome(Status.COMPLETED, EndedBy.TOOL_CALL_LIMIT, prediction={}),
+                give_up_reason="tool calls past the tool-call budget",
+            )
+        self.failures = 0
+        executed = min(remaining, MAX_TOOL_CALLS_PER_TURN)
+        for call in action.tool_calls[:executed]:
+            self.run_tool(call)
+        for call in action.tool_calls[executed:]:
+            self.stub(call, protocol.PER_TURN_STUB.format(limit=MAX_TOOL_CALLS_PER_TURN))
+        if self.n_tool_calls >= self.limits.max_tool_calls:
+            result = {"reason": "tool_budget_used", "errors": []}
+            self.record(Kind.NUDGE, text=protocol.TOOL_BUDGET_NUDGE, result=result)
+        return None
+
+    def run_tool(self, call: protocol.ToolCall) -> None:
+        started = time.monotonic()
+        if call.name in self.allowed:
+            try:
+                content = self.tool_runner(self.instance, call.name, dict(call.arguments))
+            except Exception as exc:
+                raise ToolBug(f"{call.name} raised {type(exc).__name__}: {exc}") from exc
+            status, error = "ok", ""
+        else:
+            content, status, error = None, "tool_not_available", NOT_ALLOWED.format(name=call.name)
+        self.n_tool_calls += 1
+        self.record(
+            Kind.TOOL_CALL,
+            tool_name=call.name[:64],
+            arguments=call.arguments,
+            result={"status": status, "content": content, "tool_call_id": call.id},
+            error=error,
+            text=self.observation(content, error),
+            latency_ms=(time.monotonic() - started) * 1000,
+        )
+
+    def stub(self, call: protocol.ToolCall, text: str) -> None:
+        """Answer a native call that is not run, as the provider requires every call to be answered."""
+        if self.native:
+            self.record(
+                Kind.TOOL_CALL,
+                tool_name=call.name[:64],
+                arguments=call.arguments,
+                result={"status": "not_executed", "content": None, "tool_call_id": call.id},
+                text=text,
+            )
+
+    def observation(self, content: Any, error: str) -> str:
+        text = protocol.observation_text(content, error)
+        return text if self.native else protocol.TOOL_RESULT_PREFIX + text
+
+
+# ── the service ──────────────────────────────────────────────────────────────────────────────
+
+
+def _finish(loop: _EpisodeLoop | None, episode: Episode, outcome: Outcome) -> None:
+    scored = outcome.status == Status.COMPLETED
+    scores = score_prediction(episode.instance, outcome.prediction) if scored else {}
+    usage = loop.usage_fields() if loop is not None else {}
+    # One statement, and only while the episode is still ours (a reset or cancel in between wins).
+    Episode.objects.filter(pk=episode.pk, status=Status.RUNNING).update(
+        status=outcome.status,
+        ended_by=outcome.ended_by,
+        final_answer=outcome.final_answer,
+        prediction=outcome.prediction,
+        scores=scores,
+        error_kind=outcome.error_kind,
+        error_message=outcome.error_message,
+        finished_at=timezone.now(),
+        **usage,
+    )
+    Run.objects.get(pk=episode.run_id).refresh_totals()
+
+
+def run_episode(
+    *,
+    episode_id: int,
+    agent: Agent | None = None,
+    tool_runner: Callable[[Any, str, dict], dict] | None = None,
+    build_messages: Callable[..., list[dict]] | None = None,
+    tool_specs: Sequence[dict] | None = None,
+) -> Episode:
+    """Play the pending episode ``episode_id`` to its end, record every step, and score it.
+
+    An episode that is not pending (running elsewhere, or finished) is left as it is: two
+    workers never play the same episode, and a finished one is never played again.
+
+    Parameters
+    ----------
+    episode_id : int
+    agent : Agent, optional
+        Defaults to the run's model (``runs.agents.build_agent``).
+    tool_runner : callable, optional
+        ``tool_runner(instance, tool_name, arguments) -> dict``; defaults to the platform's tools
+        on the instance's recording. A tool that raises is a platform bug: the episode fails
+        with error kind ``tool_bug`` and the exception propagates.
+    build_messages : callable, optional
+        ``build_messages(instance, *, tool_specs) -> [system, user]``; defaults to
+        ``benchmark.prompts.build_messages``.
+    tool_specs : sequence of dict, optional
+        The tools' OpenAI function specs; defaults to the tool registry's.
+
+    Returns
+    -------
+    Episode
+        The episode as stored at the end.
+    """
+    now = timezone.now()
+    claimed = Episode.objects.filter(id=episode_id, status=Status.PENDING).update(
+        status=Status.RUNNING, started_at=now
+    )
+    related = ("run__model", "instance__task", "instance__suite__release")
+    episode = Episode.objects.select_related(*related).get(pk=episode_id)
+    if claimed != 1:
+        return episode
+    Run.objects.filter(pk=episode.run_id, status=Status.PENDING).update(status=Status.RUNNING, started_at=now)
+
+    loop = None
+    try:
+        if tool_specs is not None:
+            specs = list(tool_specs)
+        else:
+            specs = [] if episode.instance.task.code == "T1" else registry_tool_specs()
+        messages = (build_messages or default_build_messages)(episode.instance, tool_specs=specs)
+        loop = _EpisodeLoop(
+            episode,
+            agent=agent or build_agent(episode.run, episode.instance),
+            tool_runner=tool_runner or call_instance_tool,
+            messages=messages,
+            tool_specs=specs,
+        )
+        _finish(loop, episode, loop.play())
+    except Exception as exc:
+        kind = Episode.ErrorKind.TOOL_BUG if isinstance(exc, ToolBug) else ""
+        details = traceback.format_exc()
+        append_step(episode=episode, kind=Kind.ERROR, error=details)
+        message = f"{type(exc).__name__}: {exc}"
+        _finish(loop, episode, Outcome(Status.FAILED, error_kind=kind, error_message=message))
+        raise
+    episode.refresh_from_db()
+    return episode
