@@ -1,7 +1,7 @@
-"""Admin pages for runs, episodes and the (read-only) steps of each episode."""
+"""Admin pages for runs, episodes, the (read-only) steps of each episode, and environment tokens."""
 from django.contrib import admin
 
-from runs.models import Episode, Run, Step
+from runs.models import EnvironmentToken, Episode, Run, Step
 
 
 @admin.register(Run)
@@ -66,4 +66,18 @@ class StepAdmin(admin.ModelAdmin):
         return False
 
     def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(EnvironmentToken)
+class EnvironmentTokenAdmin(admin.ModelAdmin):
+    """Keys are issued by ``create_env_token`` or ``POST /api/env/runs/`` (shown once); here they are revoked."""
+
+    list_display = ["run", "created_at", "revoked"]
+    list_filter = ["revoked"]
+    list_select_related = ["run"]
+    fields = ["run", "key_hash", "created_at", "revoked"]
+    readonly_fields = ["run", "key_hash", "created_at"]
+
+    def has_add_permission(self, request) -> bool:
         return False

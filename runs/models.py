@@ -3,6 +3,8 @@
 A step record is append-only: steps are added through ``runs.services.append_step`` with
 contiguous indexes and never changed afterwards, so a replay shows exactly what happened.
 """
+import hashlib
+
 from django.conf import settings as django_settings
 from django.core.validators import RegexValidator
 from django.db import models
@@ -154,6 +156,8 @@ class Episode(Usage):
         "wall_time_sec",
         "started_at",
         "finished_at",
+        "queued_at",
+        "heartbeat_at",
     )
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="episodes")
@@ -171,6 +175,15 @@ class Episode(Usage):
     wall_time_sec = models.FloatField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    queued_at = models.DateTimeField(
+        null=True, blank=True, help_text="When a queue task was sent for this attempt (blank: not yet sent)."
+    )
+    heartbeat_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="Last sign of life of the worker playing this attempt; a running episode whose worker "
+        "has been silent for longer than the lease is presumed dead (runs.execution).",
+    )
 
     class Meta:
         ordering = ["run_id", "id"]
@@ -270,3 +283,23 @@ class Step(models.Model):
         # An unsaved instance given the id of a stored row must not overwrite it.
         kwargs["force_insert"] = True
         super().save(*args, **kwargs)
+
+
+class EnvironmentToken(models.Model):
+    """The key that lets an external agent drive one run's episodes through the environment API.
+
+    Only the key's SHA-256 is stored; the key itself is shown once, when it is issued
+    (``runs.environment.issue_token``).
+    """
+
+    run = models.OneToOneField(Run, on_delete=models.CASCADE, related_name="environment_token")
+    key_hash = models.CharField(max_length=64, unique=True, help_text="SHA-256 of the key, in hex.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    revoked = models.BooleanField(default=False)
+
+    def __str__(self) -> str:
+        return f"token of {self.run}"
+
+    @staticmethod
+    def hash_key(key: str) -> str:
+        return hashlib.sha256(key.encode()).hexdigest()

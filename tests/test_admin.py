@@ -4,6 +4,7 @@ from django.apps import apps
 from django.contrib import admin
 from django.urls import reverse
 
+from runs.environment import open_external_run
 from runs.models import Step
 from runs.services import append_step
 
@@ -27,6 +28,7 @@ def populated(run):
     episode = run.episodes.get(instance__task__code="T2")
     append_step(episode=episode, kind=Step.Kind.PROMPT, text="prompt")
     append_step(episode=episode, kind=Step.Kind.TOOL_CALL, tool_name="compute_psd", arguments={}, result={})
+    open_external_run(agent="external agent", suite=run.suite, tasks=["T1"])
     return run
 
 

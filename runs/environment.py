@@ -1,0 +1,327 @@
+"""The environment API's services: an external agent framework plays a run's episodes one action at a time.
+
+An external run is an ordinary run (``Run.Source.EXTERNAL``) of a ``ModelSpec`` named after the
+agent (family ``external``), with one ``EnvironmentToken``. Its episodes go through the episode
+engine of ``runs.loop``, one request per turn:
+
+- ``start_episode`` claims a pending episode (pending → running, atomically, so two requests
+  never get the same one), records its prompt step and returns the system and user prompts,
+  the tools the instance allows and its output schema.
+- ``take_action`` plays one turn: the posted action, as JSON text, is read by the official
+  text-protocol parser and carried out by the loop (``_EpisodeLoop.take_turn``): the same
+  tools on the episode's own record, the same budget, limits, repair nudges and step record.
+  Between requests the loop's state is its stored record (``_EpisodeLoop.resume``).
+- A turn is claimed by moving ``Episode.n_turns`` on by one while it still has the value read,
+  so two actions sent at once on one episode cannot both be played; each action also renews
+  the episode's lease (``heartbeat_at``). Different episodes of a run run concurrently.
+- An episode that ends is scored with the official scorer; the run ends (``finish_run``) and
+  its leaderboard summary is refreshed once none of its episodes is pending or running.
+"""
+from __future__ import annotations
+
+import json
+import secrets
+import traceback
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from benchmark.models import ModelSpec, Suite
+from runs import protocol
+from runs.cost import Pricing
+from runs.loop import (
+    Outcome,
+    ToolBug,
+    _EpisodeLoop,
+    _finish,
+    _spec_name,
+    allowed_tool_names,
+    call_instance_tool,
+    default_build_messages,
+    registry_tool_specs,
+    step_messages,
+)
+from runs.models import EnvironmentToken, Episode, Run, Status, Step
+from runs.services import append_step, create_run
+
+EXTERNAL_FAMILY = "external"
+KEY_PREFIX = "eegab_"
+EPISODE_RELATED = ("run__model", "instance__task", "instance__suite__release")
+
+
+class EnvironmentRefused(Exception):
+    """A request the environment refuses; ``status`` is the HTTP status that says why."""
+
+    status = 400
+
+
+class Conflict(EnvironmentRefused):
+    """The episode or run is not in a state that allows the request (finished, not started, busy)."""
+
+    status = 409
+
+
+class ExternalAgent:
+    """The agent of an external run, as the loop sees it: text protocol, no price known."""
+
+    protocol = "text"
+    pricing = Pricing()
+
+    def respond(self, messages, *, tools=None):
+        raise RuntimeError("An external agent answers over the environment API; the platform never asks it.")
+
+
+# ── runs and tokens ──────────────────────────────────────────────────────────────────────────
+
+
+def agent_spec(agent: str) -> ModelSpec:
+    """The ``ModelSpec`` of external agent ``agent``, created when there is none."""
+    agent = agent.strip()
+    if not agent:
+        raise ValueError("Name the agent.")
+    provider_model = f"external/{agent}"
+    spec, _ = ModelSpec.objects.get_or_create(
+        name=agent,
+        defaults={
+            "provider_model": provider_model,
+            "family": EXTERNAL_FAMILY,
+            "notes": "An external agent framework, driven through the environment API.",
+        },
+    )
+    if spec.provider_model != provider_model:
+        raise ValueError(f"The name {agent!r} is already used for the model {spec.provider_model}.")
+    return spec
+
+
+def issue_token(*, run: Run) -> str:
+    """Give ``run`` a new environment key (replacing any earlier one) and return the key, shown only now."""
+    if run.source != Run.Source.EXTERNAL:
+        raise ValueError(f"Run {run.pk} is {run.get_source_display()}; only external runs get an environment token.")
+    key = KEY_PREFIX + secrets.token_urlsafe(32)
+    EnvironmentToken.objects.update_or_create(
+        run=run, defaults={"key_hash": EnvironmentToken.hash_key(key), "revoked": False}
+    )
+    return key
+
+
+def token_for_key(key: str) -> EnvironmentToken | None:
+    """The live token whose key is ``key``, or None."""
+    return (
+        EnvironmentToken.objects.select_related("run")
+        .filter(key_hash=EnvironmentToken.hash_key(key), revoked=False)
+        .first()
+    )
+
+
+@transaction.atomic
+def open_external_run(
+    *,
+    agent: str,
+    suite: Suite,
+    tasks: list[str],
+    name: str = "",
+    limit: int | None = None,
+    limits: dict | None = None,
+    created_by=None,
+) -> tuple[Run, str]:
+    """Create an external run of ``agent`` on ``suite`` (one pending episode per instance) and its key.
+
+    ``limits`` are the run's caps (``runs.loop.EpisodeLimits``). Returns the run and the key.
+    """
+    run = create_run(
+        suite=suite,
+        model=agent_spec(agent),
+        tasks=tasks,
+        name=name or f"{agent} on {suite.name}",
+        limit=limit,
+        limits=limits or {},
+        settings={},
+        source=Run.Source.EXTERNAL,
+        created_by=created_by,
+    )
+    return run, issue_token(run=run)
+
+
+# ── episodes ─────────────────────────────────────────────────────────────────────────────────
+
+
+@dataclass(frozen=True)
+class EpisodeStart:
+    """What an agent gets when its episode starts."""
+
+    episode: Episode
+    messages: list[dict]
+    tools: list[dict]
+    output_schema: dict
+    limits: dict
+
+
+def _claim(episode_id: int, now) -> bool:
+    return (
+        Episode.objects.filter(pk=episode_id, status=Status.PENDING).update(
+            status=Status.RUNNING, started_at=now, heartbeat_at=now
+        )
+        == 1
+    )
+
+
+def start_episode(*, run: Run, record_id: str = "") -> EpisodeStart:
+    """Start the run's next pending episode (by position), or the one on ``record_id``, and record its prompt."""
+    run.refresh_from_db(fields=["status"])
+    if run.status in (Status.COMPLETED, Status.FAILED, Status.CANCELLED):
+        raise Conflict(f"Run {run.pk} has ended ({run.status}); it takes no new episodes.")
+    now = timezone.now()
+    pending = run.episodes.filter(status=Status.PENDING)
+    if record_id:
+        episode = run.episodes.filter(instance__record_id=record_id).first()
+        if episode is None:
+            raise EnvironmentRefused(f"Run {run.pk} has no episode on record {record_id!r}.")
+        if not _claim(episode.pk, now):
+            raise Conflict(f"The episode on record {record_id!r} has already started ({episode.status}).")
+        claimed = episode.pk
+    else:
+        # Several requests may race for the next episode: each takes the first one it can claim.
+        candidates = pending.order_by("instance__task__code", "instance__position", "id").values_list("id", flat=True)
+        claimed = next((pk for pk in candidates if _claim(pk, now)), None)
+        if claimed is None:
+            raise Conflict(f"Run {run.pk} has no pending episode left.")
+    Run.objects.filter(pk=run.pk, status=Status.PENDING).update(status=Status.RUNNING, started_at=now)
+
+    episode = Episode.objects.select_related(*EPISODE_RELATED).get(pk=claimed)
+    instance = episode.instance
+    # The prompt is built as the loop builds it; the agent is handed the specs of the allowed tools.
+    specs = [] if instance.task.code == "T1" else registry_tool_specs()
+    messages = default_build_messages(instance, tool_specs=specs)
+    allowed = set(allowed_tool_names(instance))
+    tools = [spec for spec in specs if _spec_name(spec) in allowed]
+    append_step(
+        episode=episode, kind=Step.Kind.PROMPT, result={"messages": messages, "protocol": "text", "tools": None}
+    )
+    loop = _loop(episode)
+    return EpisodeStart(
+        episode=episode,
+        messages=messages,
+        tools=tools,
+        output_schema=instance.expected_output_schema or {},
+        limits={"max_turns": loop.limits.max_turns, "max_tool_calls": loop.limits.max_tool_calls},
+    )
+
+
+def _loop(episode: Episode) -> _EpisodeLoop:
+    return _EpisodeLoop(
+        episode, agent=ExternalAgent(), tool_runner=call_instance_tool, messages=[], tool_specs=[]
+    )
+
+
+@dataclass
+class ActionResult:
+    """What one action did: the environment's reply while the episode goes on, or its end and score."""
+
+    episode: Episode
+    done: bool
+    status: str
+    observation: str = ""
+    result: Any = None
+    errors: list[str] = field(default_factory=list)
+    messages: list[dict] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        episode = self.episode
+        if self.done:
+            return {
+                "done": True,
+                "episode": episode.pk,
+                "status": episode.status,
+                "ended_by": episode.ended_by,
+                "scores": episode.scores,
+                "prediction": episode.prediction,
+                "error_message": episode.error_message,
+                "usage": {"turns": episode.n_turns, "tool_calls": episode.n_tool_calls},
+            }
+        return {
+            "done": False,
+            "episode": episode.pk,
+            "status": self.status,
+            "observation": self.observation,
+            "result": self.result,
+            "errors": self.errors,
+            "messages": self.messages,
+            "usage": {"turns": episode.n_turns, "tool_calls": episode.n_tool_calls},
+        }
+
+
+def _claim_turn(episode: Episode) -> None:
+    """Take the episode's next turn, or raise Conflict when it has ended or another action holds it."""
+    if episode.status == Status.PENDING:
+        raise Conflict(f"Episode {episode.pk} has not started; start it before acting on it.")
+    if episode.status != Status.RUNNING:
+        raise Conflict(f"Episode {episode.pk} has ended ({episode.status}); it takes no more actions.")
+    taken = Episode.objects.filter(pk=episode.pk, status=Status.RUNNING, n_turns=episode.n_turns).update(
+        n_turns=F("n_turns") + 1, heartbeat_at=timezone.now()
+    )
+    if taken != 1:
+        episode.refresh_from_db(fields=["status"])
+        if episode.status != Status.RUNNING:
+            raise Conflict(f"Episode {episode.pk} has ended ({episode.status}); it takes no more actions.")
+        raise Conflict(f"Another action on episode {episode.pk} is under way; send one action at a time.")
+
+
+def take_action(*, episode: Episode, action: dict) -> ActionResult:
+    """Play one turn of a running episode: ``action`` is a text-protocol action object, as the official JSON.
+
+    Raises Conflict for an episode that has not started, has ended, or is busy with another action.
+    """
+    episode = Episode.objects.select_related(*EPISODE_RELATED).get(pk=episode.pk)
+    _claim_turn(episode)
+    loop = _loop(episode)
+    loop.resume()
+    first_new = loop.n_steps
+    try:
+        outcome = loop.stop_requested()
+        if outcome is None:
+            loop.n_turns += 1
+            text = json.dumps(action, ensure_ascii=False)
+            parsed = protocol.parse_text_action(text, id_prefix=f"call_{loop.n_turns - 1}_")
+            outcome = loop.take_turn(parsed, text=text)
+            if outcome is None and loop.n_turns >= loop.limits.max_turns:
+                outcome = loop.turn_limit_reached()
+    except ToolBug as exc:
+        append_step(episode=episode, kind=Step.Kind.ERROR, error=traceback.format_exc())
+        outcome = Outcome(Status.FAILED, error_kind=Episode.ErrorKind.TOOL_BUG, error_message=str(exc))
+    if outcome is not None:
+        _finish(loop, episode, outcome)
+        _finish_run_if_done(episode.run_id)
+        episode.refresh_from_db()
+        return ActionResult(episode=episode, done=True, status=episode.status)
+    episode.refresh_from_db()
+    return _reply(episode, list(episode.steps.filter(index__gte=first_new + 1).order_by("index")))
+
+
+def _reply(episode: Episode, steps: list[Step]) -> ActionResult:
+    """The environment's reply to a turn, from the steps the turn added after the agent's message."""
+    reply = ActionResult(episode=episode, done=False, status="ok")
+    for step in steps:
+        reply.messages.extend(step_messages(step, native=False))
+        result = step.result or {}
+        if step.kind == Step.Kind.TOOL_CALL:
+            reply.status, reply.result = result.get("status", "ok"), result.get("content")
+            if step.error:
+                reply.errors.append(step.error)
+        elif step.kind == Step.Kind.NUDGE:
+            if result.get("reason") != "tool_budget_used":
+                reply.status = result.get("reason", "nudge")
+            reply.errors.extend(result.get("errors") or [])
+    reply.observation = "\n\n".join(message["content"] for message in reply.messages)
+    return reply
+
+
+def _finish_run_if_done(run_id: int) -> None:
+    from leaderboard.services import refresh_run_summary
+    from runs.execution import finish_run
+
+    run = finish_run(run_id=run_id)
+    if run.finished_at is not None:
+        refresh_run_summary(run)

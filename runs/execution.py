@@ -1,0 +1,691 @@
+"""Running a run's episodes: the queue, leases on running episodes, rate limits, and a run's life cycle.
+
+Execution model
+---------------
+- One django-q2 task per episode (``runs.tasks.run_episode_task``), sent with
+  ``transaction.on_commit``. ``release_episodes`` sends tasks for a run's pending episodes, at
+  most ``Run.limits["concurrency"]`` of them in flight at a time; each task, when it ends,
+  releases the next ones. ``Episode.queued_at`` marks an attempt whose task was sent.
+- The episode loop (``runs.loop.run_episode``) claims an episode atomically (pending →
+  running), so a duplicate task, or one for a finished episode, does nothing.
+- While a process plays episodes, one daemon thread renews their lease
+  (``Episode.heartbeat_at``) every ``EEGAB_HEARTBEAT_SEC`` seconds, through long model
+  calls too. A running episode whose worker has been silent for longer than
+  ``EEGAB_EPISODE_LEASE_SEC`` is *stale*: its worker was killed. A task delivered again for
+  a stale episode (the broker redelivers unacknowledged tasks after ``Q_CLUSTER["retry"]``)
+  discards the dead attempt and plays the episode again, up to
+  ``EEGAB_MAX_EPISODE_ATTEMPTS`` attempts; so does every task of the same run when it ends,
+  and ``resume_run`` does the same for every stale, failed or cancelled episode of a run. A
+  retried attempt replaces the earlier one (its steps are deleted,
+  ``runs.services.reset_episode_for_retry``); it is never appended.
+- Provider errors are retried in one layer only (``runs.agents.LiteLLMAgent``); what is left
+  is an infrastructure failure: the episode fails, is not scored and can be resumed.
+- A run moves pending → running when its first episode is claimed (the loop), and ends
+  (``finish_run``) once no episode is pending or running: cancelled if it was cancelled,
+  failed if an episode failed, otherwise completed.
+
+Rate limits: ``Run.limits["requests_per_minute"]`` and ``["tokens_per_minute"]`` hold each
+model call back until the run's last 60 seconds of calls (its stored steps, plus the calls in
+flight in this process) leave room. Calls in flight in other processes are not counted, so a
+run on several workers can overshoot by at most one call per worker.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import os
+import threading
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import connections, transaction
+from django.db.models import Q
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from benchmark.models import ModelSpec
+from benchmark.scoring import TASK_IDS, score_task
+from benchmark.scoring import overall as official_overall
+from runs.agents import BASELINES, build_agent, is_baseline
+from runs.loop import run_episode, score_prediction, scoring_item
+from runs.models import TOKEN_FIELDS, Episode, Run, Status, Step
+from runs.services import reset_episode_for_retry
+
+logger = logging.getLogger(__name__)
+
+TASK_FUNCTION = "runs.tasks.run_episode_task"
+RATE_WINDOW_SEC = 60.0
+FINISHED = (Status.COMPLETED, Status.FAILED, Status.CANCELLED)
+
+
+def lease_seconds() -> float:
+    """How long a running episode's worker may stay silent before it is presumed dead."""
+    return float(getattr(settings, "EEGAB_EPISODE_LEASE_SEC", 120))
+
+
+def heartbeat_seconds() -> float:
+    """How often a worker renews the lease of the episodes it plays."""
+    return float(getattr(settings, "EEGAB_HEARTBEAT_SEC", 15))
+
+
+def max_attempts() -> int:
+    """How many attempts an episode gets before a lost worker fails it instead of retrying it."""
+    return int(getattr(settings, "EEGAB_MAX_EPISODE_ATTEMPTS", 3))
+
+
+# ── leases ───────────────────────────────────────────────────────────────────────────────────
+
+
+class Heartbeat:
+    """Renews the lease of every episode this process is playing, from one daemon thread.
+
+    The thread belongs to the process that started it; a forked worker starts its own.
+    """
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._held: Counter[int] = Counter()
+        self._thread: threading.Thread | None = None
+        self._pid: int | None = None
+
+    @contextmanager
+    def hold(self, episode_id: int):
+        """Keep ``episode_id``'s lease while the block runs."""
+        with self._lock:
+            self._held[episode_id] += 1
+            if self._pid != os.getpid() or self._thread is None or not self._thread.is_alive():
+                self._pid = os.getpid()
+                self._thread = threading.Thread(target=self._beat_forever, name="episode-heartbeat", daemon=True)
+                self._thread.start()
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._held[episode_id] -= 1
+                if self._held[episode_id] <= 0:
+                    del self._held[episode_id]
+
+    def beat(self) -> int:
+        """Renew the lease of the held episodes that are still running; return how many were renewed."""
+        with self._lock:
+            held = list(self._held)
+        if not held:
+            return 0
+        return Episode.objects.filter(pk__in=held, status=Status.RUNNING).update(heartbeat_at=timezone.now())
+
+    def _beat_forever(self) -> None:
+        while True:
+            time.sleep(heartbeat_seconds())
+            try:
+                self.beat()
+            except Exception:  # a missed beat is not fatal: the lease outlasts several of them
+                logger.exception("could not renew the lease of the running episodes")
+            finally:
+                connections.close_all()
+
+
+heartbeat = Heartbeat()
+
+
+def stale_episodes(episodes=None):
+    """The running episodes whose worker has been silent for longer than the lease."""
+    episodes = Episode.objects.all() if episodes is None else episodes
+    cutoff = timezone.now() - timedelta(seconds=lease_seconds())
+    return (
+        episodes.filter(status=Status.RUNNING)
+        .annotate(last_sign_of_life=Coalesce("heartbeat_at", "started_at"))
+        .filter(Q(last_sign_of_life__lt=cutoff) | Q(last_sign_of_life__isnull=True))
+    )
+
+
+@transaction.atomic
+def recover_stale_episode(*, episode_id: int) -> bool:
+    """Make a stale episode pending again as its next attempt; True when it was stale.
+
+    After ``max_attempts()`` attempts the episode fails instead (an infrastructure failure
+    that ``resume_run`` can still retry), so a recording that kills its worker every time
+    cannot keep a run alive forever.
+    """
+    episode = Episode.objects.select_for_update().filter(pk=episode_id).first()
+    if episode is None or not stale_episodes().filter(pk=episode_id).exists():
+        return False
+    if episode.attempt >= max_attempts():
+        Episode.objects.filter(pk=episode_id).update(
+            status=Status.FAILED,
+            ended_by=Episode.EndedBy.PROVIDER_ERROR,
+            error_kind=Episode.ErrorKind.INFRASTRUCTURE,
+            error_message=f"the worker playing attempt {episode.attempt} stopped responding "
+            f"(no heartbeat for {lease_seconds():g} s); no automatic attempt is left",
+            finished_at=timezone.now(),
+        )
+        return True
+    reset_episode_for_retry(episode=episode)
+    return True
+
+
+# ── rate limits ──────────────────────────────────────────────────────────────────────────────
+
+
+@dataclass(frozen=True)
+class RateLimits:
+    """A run's model-call limits per minute; None is unlimited."""
+
+    requests_per_minute: int | None = None
+    tokens_per_minute: int | None = None
+
+    @classmethod
+    def of(cls, run: Run) -> RateLimits:
+        limits = run.limits or {}
+        rpm, tpm = limits.get("requests_per_minute"), limits.get("tokens_per_minute")
+        return cls(None if rpm is None else int(rpm), None if tpm is None else int(tpm))
+
+    @property
+    def active(self) -> bool:
+        return self.requests_per_minute is not None or self.tokens_per_minute is not None
+
+
+def rate_limit_wait(
+    calls: Iterable[tuple[float, int]], *, now: float, limits: RateLimits, in_flight: int = 0
+) -> float:
+    """Seconds to wait before the next call so that the last minute stays within ``limits``.
+
+    Parameters
+    ----------
+    calls : iterable of (time, tokens)
+        The calls of the last ``RATE_WINDOW_SEC`` seconds: when each ended (seconds, any
+        epoch) and its prompt plus completion tokens.
+    now : float
+        The current time on the same clock.
+    limits : RateLimits
+    in_flight : int
+        Calls already under way, which count as requests with no tokens yet.
+
+    Returns
+    -------
+    float
+        0 when the call may go now.
+    """
+    window = sorted((t, tokens) for t, tokens in calls if t > now - RATE_WINDOW_SEC)
+    wait = 0.0
+    rpm = limits.requests_per_minute
+    excess = 0 if rpm is None else len(window) + in_flight + 1 - rpm
+    if excess > 0:
+        # The call may go once the oldest ``excess`` calls have left the window; calls in
+        # flight cannot leave it before they end.
+        wait = window[excess - 1][0] + RATE_WINDOW_SEC - now if excess <= len(window) else RATE_WINDOW_SEC
+    tpm = limits.tokens_per_minute
+    if tpm is not None:
+        used = sum(tokens for _, tokens in window)
+        for t, tokens in window:
+            if used < tpm:
+                break
+            used -= tokens
+            wait = max(wait, t + RATE_WINDOW_SEC - now)
+    return max(wait, 0.0)
+
+
+def _recent_calls(run_id: int) -> list[tuple[float, int]]:
+    since = timezone.now() - timedelta(seconds=RATE_WINDOW_SEC)
+    rows = (
+        Step.objects.filter(episode__run_id=run_id, created_at__gte=since)
+        .filter(Q(kind=Step.Kind.AGENT_MESSAGE) | Q(kind=Step.Kind.ERROR, result__reason="provider_attempt"))
+        .values_list("created_at", "prompt_tokens", "completion_tokens")
+    )
+    return [(created.timestamp(), (prompt or 0) + (completion or 0)) for created, prompt, completion in rows]
+
+
+class _CallsInFlight:
+    """Model calls under way in this process, per run."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._count: Counter[int] = Counter()
+
+    def __getitem__(self, run_id: int) -> int:
+        with self._lock:
+            return self._count[run_id]
+
+    @contextmanager
+    def call(self, run_id: int):
+        with self._lock:
+            self._count[run_id] += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._count[run_id] -= 1
+
+
+_in_flight = _CallsInFlight()
+
+
+class RateLimitedAgent:
+    """An agent that waits before each model call while its run is at a per-minute limit.
+
+    The wrapped agent is built on first use, inside the episode loop, so that a model that
+    cannot be built fails its episode like any other error of the loop.
+    """
+
+    def __init__(self, build: Callable[[], Any], *, run_id: int, limits: RateLimits, sleep=time.sleep):
+        self._build = build
+        self._agent = None
+        self.run_id = run_id
+        self.limits = limits
+        self.sleep = sleep
+
+    @property
+    def agent(self):
+        if self._agent is None:
+            self._agent = self._build()
+        return self._agent
+
+    @property
+    def protocol(self) -> str:
+        return self.agent.protocol
+
+    @property
+    def pricing(self):
+        return self.agent.pricing
+
+    def wait_for_room(self) -> None:
+        while True:
+            wait = rate_limit_wait(
+                _recent_calls(self.run_id),
+                now=timezone.now().timestamp(),
+                limits=self.limits,
+                in_flight=_in_flight[self.run_id],
+            )
+            if wait <= 0:
+                return
+            self.sleep(min(wait, 1.0))
+
+    def respond(self, messages, *, tools=None):
+        self.wait_for_room()
+        with _in_flight.call(self.run_id):
+            return self.agent.respond(messages, tools=tools)
+
+
+def _agent_for(episode: Episode):
+    """The run's rate-limited agent for ``episode``, or None for the loop's default agent."""
+    limits = RateLimits.of(episode.run)
+    if not limits.active or is_baseline(episode.run.model.provider_model):
+        return None
+    return RateLimitedAgent(lambda: build_agent(episode.run, episode.instance), run_id=episode.run_id, limits=limits)
+
+
+# ── playing episodes ─────────────────────────────────────────────────────────────────────────
+
+
+def play_episode(*, episode_id: int, **loop_options) -> Episode | None:
+    """Play one episode in this process, under a lease; recover it first if its worker died.
+
+    An episode that is finished, or running under a live lease elsewhere, is returned as it
+    is. ``loop_options`` go to ``runs.loop.run_episode`` (tests and benchmarks pass an
+    agent or a tool runner). Returns None when the episode does not exist.
+    """
+    episode = Episode.objects.select_related("run__model", "instance__task").filter(pk=episode_id).first()
+    if episode is None:
+        return None
+    if episode.status == Status.RUNNING and recover_stale_episode(episode_id=episode_id):
+        episode.refresh_from_db()
+    if episode.status != Status.PENDING:
+        return episode
+    loop_options.setdefault("agent", _agent_for(episode))
+    with heartbeat.hold(episode_id):
+        return run_episode(episode_id=episode_id, **loop_options)
+
+
+def execute_episode(*, episode_id: int) -> str:
+    """The body of an episode's queue task: play it, then look after its run.
+
+    Afterwards the run's stale episodes (their workers died) are made pending again, as many
+    pending episodes as the run's concurrency allows are sent to the queue, and the run is
+    finished if nothing is left. Returns the episode's status ("missing" when it no longer
+    exists). An unexpected error of the loop (a platform bug) propagates, so that the queue
+    records it.
+    """
+    run_id = Episode.objects.filter(pk=episode_id).values_list("run_id", flat=True).first()
+    if run_id is None:
+        return "missing"
+    try:
+        episode = play_episode(episode_id=episode_id)
+    finally:
+        for stale_id in stale_episodes(Episode.objects.filter(run_id=run_id)).values_list("id", flat=True):
+            recover_stale_episode(episode_id=stale_id)
+        release_episodes(run_id=run_id)
+        finish_run(run_id=run_id)
+    return episode.status if episode is not None else "missing"
+
+
+def _send_tasks(run_id: int, episode_ids: list[int]) -> None:
+    from django_q.tasks import async_task
+
+    for episode_id in episode_ids:
+        async_task(TASK_FUNCTION, episode_id, group=f"run-{run_id}")
+
+
+@transaction.atomic
+def release_episodes(*, run_id: int) -> list[int]:
+    """Send queue tasks for the run's pending episodes that have none, within its concurrency.
+
+    The tasks go out when the transaction commits. Returns the ids of the episodes released.
+    """
+    run = Run.objects.select_for_update().filter(pk=run_id).first()
+    if run is None or run.status not in (Status.PENDING, Status.RUNNING):
+        return []
+    waiting = run.episodes.filter(status=Status.PENDING, queued_at__isnull=True).order_by("id")
+    concurrency = (run.limits or {}).get("concurrency")
+    if concurrency:
+        in_flight = run.episodes.filter(
+            Q(status=Status.RUNNING) | Q(status=Status.PENDING, queued_at__isnull=False)
+        ).count()
+        waiting = waiting[: max(int(concurrency) - in_flight, 0)]
+    ids = list(waiting.values_list("id", flat=True))
+    if ids:
+        Episode.objects.filter(pk__in=ids).update(queued_at=timezone.now())
+        transaction.on_commit(lambda: _send_tasks(run_id, ids))
+    return ids
+
+
+def queue_run(*, run_id: int) -> list[int]:
+    """Hand a run's pending episodes to the queue workers (``manage.py qcluster``)."""
+    return release_episodes(run_id=run_id)
+
+
+def _play_in_thread(episode_id: int) -> Episode | None:
+    try:
+        return play_episode(episode_id=episode_id)
+    finally:
+        connections.close_all()
+
+
+def run_sync(
+    *,
+    run_id: int,
+    concurrency: int = 1,
+    on_episode: Callable[[Episode | None, BaseException | None], None] = lambda episode, error: None,
+) -> Run:
+    """Play a run's pending episodes in this process and finish the run.
+
+    Model episodes run on a pool of ``concurrency`` threads (at most the run's own
+    concurrency limit); the built-in baselines, which compute rather than wait, one after
+    another. ``on_episode(episode, error)`` is called as each episode ends; an error of the
+    loop (a platform bug) is passed to it rather than raised, and the other episodes go on.
+    """
+    run = Run.objects.select_related("model").get(pk=run_id)
+    ids = list(run.episodes.filter(status=Status.PENDING).order_by("id").values_list("id", flat=True))
+    limit = (run.limits or {}).get("concurrency")
+    workers = max(1, min(concurrency, int(limit) if limit else concurrency))
+    if is_baseline(run.model.provider_model) or workers == 1:
+        for episode_id in ids:
+            try:
+                episode, error = play_episode(episode_id=episode_id), None
+            except Exception as exc:
+                episode, error = Episode.objects.filter(pk=episode_id).first(), exc
+            on_episode(episode, error)
+    else:
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"run-{run_id}") as pool:
+            futures = {pool.submit(_play_in_thread, episode_id): episode_id for episode_id in ids}
+            for future in as_completed(futures):
+                error = future.exception()
+                episode = future.result() if error is None else Episode.objects.filter(pk=futures[future]).first()
+                on_episode(episode, error)
+    return finish_run(run_id=run_id)
+
+
+# ── a run's life cycle ───────────────────────────────────────────────────────────────────────
+
+
+@transaction.atomic
+def finish_run(*, run_id: int) -> Run:
+    """End the run if none of its episodes is pending or running; return it either way.
+
+    A cancelled run stays cancelled; otherwise it is failed when an episode failed (an
+    infrastructure failure that ``resume_run`` can retry) and completed when all completed.
+    """
+    run = Run.objects.select_for_update().get(pk=run_id)
+    progress = run.progress()
+    if progress[Status.PENDING] or progress[Status.RUNNING]:
+        return run
+    if run.status != Status.CANCELLED:
+        run.status = Status.FAILED if progress[Status.FAILED] else Status.COMPLETED
+    run.finished_at = run.finished_at or timezone.now()
+    run.save(update_fields=["status", "finished_at"])
+    run.refresh_totals()
+    return run
+
+
+@transaction.atomic
+def cancel_run(*, run_id: int) -> Run:
+    """Cancel a run: its pending (and stale) episodes at once, its running ones at their next turn."""
+    run = Run.objects.select_for_update().get(pk=run_id)
+    if run.status in (Status.COMPLETED, Status.FAILED):
+        raise ValueError(f"Run {run_id} has already ended ({run.status}); there is nothing to cancel.")
+    run.status = Status.CANCELLED
+    run.save(update_fields=["status"])
+    stale = list(stale_episodes(run.episodes.all()).values_list("id", flat=True))
+    run.episodes.filter(Q(status=Status.PENDING) | Q(pk__in=stale)).update(
+        status=Status.CANCELLED, ended_by=Episode.EndedBy.CANCELLED, finished_at=timezone.now()
+    )
+    return finish_run(run_id=run_id)
+
+
+@dataclass(frozen=True)
+class Resumed:
+    """What ``resume_run`` did: the run, how many episodes it reset, and how many are left to play."""
+
+    run: Run
+    reset: int
+    pending: int
+    running: int
+
+
+@transaction.atomic
+def resume_run(*, run_id: int) -> Resumed:
+    """Make every unfinished episode of a run playable again: failed, cancelled and stale ones.
+
+    Each is reset as its next attempt (its earlier steps are discarded); completed episodes
+    are kept as they are. Pending episodes lose their queue mark, so that ``queue_run`` sends
+    them again (a task that was lost with a worker is replaced; a duplicate does nothing).
+    Runs imported from elsewhere cannot be resumed.
+    """
+    run = Run.objects.select_for_update().get(pk=run_id)
+    if run.source != Run.Source.RUN:
+        raise ValueError(f"Run {run_id} was {run.get_source_display()}; only runs played here can be resumed.")
+    stale = list(stale_episodes(run.episodes.all()).values_list("id", flat=True))
+    retry = run.episodes.filter(Q(status__in=[Status.FAILED, Status.CANCELLED]) | Q(pk__in=stale))
+    reset = 0
+    for episode in retry:
+        reset_episode_for_retry(episode=episode)
+        reset += 1
+    run.episodes.filter(status=Status.PENDING).update(queued_at=None)
+    progress = run.progress()
+    if progress[Status.PENDING] or progress[Status.RUNNING]:
+        run.status = Status.RUNNING if run.started_at else Status.PENDING
+        run.finished_at = None
+        run.save(update_fields=["status", "finished_at"])
+    else:
+        run = finish_run(run_id=run_id)
+    return Resumed(run=run, reset=reset, pending=progress[Status.PENDING], running=progress[Status.RUNNING])
+
+
+@transaction.atomic
+def rescore_run(*, run_id: int) -> int:
+    """Score every completed episode's stored prediction again (no model is called); return how many."""
+    episodes = list(
+        Episode.objects.filter(run_id=run_id, status=Status.COMPLETED).select_related("instance__task")
+    )
+    for episode in episodes:
+        episode.scores = score_prediction(episode.instance, episode.prediction)
+    Episode.objects.bulk_update(episodes, ["scores"], batch_size=500)
+    return len(episodes)
+
+
+def wait_for_run(
+    *, run_id: int, on_progress: Callable[[Run], None] = lambda run: None, poll_sec: float = 1.0
+) -> Run:
+    """Wait until the run has ended, calling ``on_progress(run)`` at every poll."""
+    while True:
+        run = Run.objects.get(pk=run_id)
+        on_progress(run)
+        if run.status in FINISHED:
+            return run
+        time.sleep(poll_sec)
+
+
+# ── models ───────────────────────────────────────────────────────────────────────────────────
+
+
+def check_model(model: str) -> None:
+    """Raise ValueError unless ``model`` is a built-in baseline or a model string litellm can route."""
+    if is_baseline(model):
+        if model not in BASELINES:
+            raise ValueError(f"Unknown baseline {model!r}; the built-in agents are {', '.join(BASELINES)}.")
+        return
+    import litellm
+
+    litellm.suppress_debug_info = True
+    try:
+        litellm.get_llm_provider(model)
+    except Exception:  # litellm raises its own error types for strings it cannot route
+        raise ValueError(
+            f"Unknown model {model!r}: give a litellm model string with its provider, e.g. "
+            f"openai/gpt-4o or openai/<name> with --api-base, or one of {', '.join(BASELINES)}."
+        ) from None
+
+
+def model_spec_for(model: str, *, name: str = "") -> ModelSpec:
+    """The ``ModelSpec`` of a model string, created when there is none.
+
+    With ``name`` the spec of that display name (which must run ``model``); without it, the
+    spec named after the model string, else an existing spec of the model, else a new one
+    named after the model string.
+    """
+    check_model(model)
+    if name:
+        spec = ModelSpec.objects.filter(name=name).first()
+        if spec is not None and spec.provider_model != model:
+            raise ValueError(f"The model name {name!r} is already used for {spec.provider_model}.")
+    else:
+        spec = (
+            ModelSpec.objects.filter(name=model).first()
+            or ModelSpec.objects.filter(provider_model=model).order_by("id").first()
+        )
+        if spec is not None and spec.provider_model != model:
+            raise ValueError(f"The model name {model!r} is already used for {spec.provider_model}; give --name.")
+    if spec is not None:
+        return spec
+    baseline = is_baseline(model)
+    return ModelSpec.objects.create(
+        name=name or model,
+        provider_model=model,
+        family="baseline" if baseline else "",
+        is_open_weight=True if baseline else None,
+        notes="Built-in agent of the platform; runs locally and costs nothing." if baseline else "",
+    )
+
+
+# ── results ──────────────────────────────────────────────────────────────────────────────────
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` with NaN and infinities replaced by None, recursively (strict JSON has neither)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {key: json_safe(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(item) for item in value]
+    return value
+
+
+def task_summaries(run: Run) -> dict[str, dict]:
+    """The official scorer's summary of each task of the run, over the run's episodes.
+
+    A completed episode is scored on its prediction; a failed one counts as a result that
+    did not complete (it makes the summary unofficial and scores as an empty answer, as the
+    official scorer would see it); an episode that never ended has no result.
+    """
+    episodes = run.episodes.select_related("instance__task").order_by(
+        "instance__task__code", "instance__position", "instance_id"
+    )
+    items = defaultdict(list)
+    for episode in episodes:
+        completed = episode.status == Status.COMPLETED
+        items[episode.instance.task.code].append(
+            scoring_item(
+                episode.instance,
+                episode.prediction if completed else None,
+                submitted=episode.status in (Status.COMPLETED, Status.FAILED),
+                completed=completed,
+            )
+        )
+    return {code: score_task(code, task_items) for code, task_items in sorted(items.items())}
+
+
+def _scalars(metrics: dict) -> dict:
+    return {
+        key: value
+        for key, value in metrics.items()
+        if value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
+    }
+
+
+def mean_of_primaries(summaries: dict[str, dict]) -> float | None:
+    """The mean of the six primary scores, whether or not they are official; None without all six tasks."""
+    if sorted(summaries) != list(TASK_IDS):
+        return None
+    scores = [summaries[task]["primary_score"] for task in TASK_IDS]
+    if any(score is None for score in scores):
+        return None
+    return sum(float(score) for score in scores) / len(scores)
+
+
+def run_report(run: Run, summaries: dict[str, dict] | None = None) -> dict:
+    """A run's outcome as JSON-ready data: episodes, usage, each task's metrics, and Overall.
+
+    ``tasks`` maps each task to its primary metric and score, whether that is official, why
+    not, its completeness and its scalar metrics under the official names. ``overall`` is the
+    mean of the six primary scores when the run covers all six tasks, and ``overall_official``
+    says whether it is the official Overall (all six summaries official).
+    """
+    run = Run.objects.select_related("model", "suite__release").get(pk=run.pk)
+    summaries = task_summaries(run) if summaries is None else summaries
+    tasks = {
+        code: {
+            "primary_metric": summary["primary_metric"],
+            "primary_score": summary["primary_score"],
+            "official": summary["official"],
+            "reasons": summary["reasons"],
+            "n_items": summary["n_items"],
+            "completeness": summary["completeness"],
+            "metrics": _scalars(summary["metrics"]),
+        }
+        for code, summary in summaries.items()
+    }
+    return json_safe({
+        "run_id": run.pk,
+        "name": run.name,
+        "status": run.status,
+        "source": run.source,
+        "model": run.model.name,
+        "provider_model": run.model.provider_model,
+        "suite": run.suite.name,
+        "synthetic": run.suite.is_synthetic,
+        "episodes": run.progress(),
+        "usage": {
+            **{name: getattr(run, name) for name in TOKEN_FIELDS},
+            "cost_usd": None if run.cost_usd is None else float(run.cost_usd),
+        },
+        "tasks": tasks,
+        "overall": mean_of_primaries(summaries),
+        "overall_official": official_overall(summaries) is not None,
+    })
+

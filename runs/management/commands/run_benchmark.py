@@ -1,0 +1,114 @@
+"""``manage.py run_benchmark``: run a model on a suite, in this process (``--sync``) or on the queue workers."""
+import os
+
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError
+
+from benchmark.models import Suite
+from benchmark.scoring import TASK_IDS
+from runs import execution
+from runs.management.console import drive, positive
+from runs.models import default_decoding_settings
+from runs.services import create_run
+
+DEFAULT_SUITE = "demo"
+
+
+def resolve_suite(name: str | None) -> Suite:
+    suite = Suite.objects.select_related("release").filter(name=name or DEFAULT_SUITE).first()
+    if suite is not None:
+        return suite
+    known = ", ".join(Suite.objects.order_by("name").values_list("name", flat=True)) or "none"
+    if name is None:
+        raise CommandError(
+            f"No --suite given and there is no '{DEFAULT_SUITE}' suite (suites: {known}). "
+            "Build the demo with `python manage.py build_demo_release` or import a release."
+        )
+    raise CommandError(f"Unknown suite {name!r}; the suites are: {known}.")
+
+
+def resolve_tasks(value: str | None, suite: Suite) -> list[str]:
+    available = sorted(set(suite.instances.values_list("task__code", flat=True)))
+    if value is None:
+        return available
+    tasks = [code.strip().upper() for code in value.split(",") if code.strip()]
+    unknown = [code for code in tasks if code not in TASK_IDS]
+    if unknown or not tasks:
+        named = ", ".join(unknown) if unknown else repr(value)
+        raise CommandError(f"Unknown task(s) {named}; the tasks are {', '.join(TASK_IDS)}.")
+    missing = [code for code in tasks if code not in available]
+    if missing:
+        raise CommandError(f"Suite {suite.name} has no instances of {', '.join(missing)}.")
+    return tasks
+
+
+class Command(BaseCommand):
+    help = (
+        "Run a model (a litellm model string, or baseline/heuristic or baseline/random) on tasks of a suite "
+        "and print the per-task metrics with Overall. Episodes are queued for `python manage.py qcluster` "
+        "unless --sync plays them in this process."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--model", required=True, help="litellm model string, or baseline/heuristic or baseline/random"
+        )
+        parser.add_argument("--model-name", default="", help="display name of the model (default: the model string)")
+        parser.add_argument("--run-name", default="", help="display name of the run")
+        parser.add_argument("--api-base", default="", help="base URL of an OpenAI-compatible server")
+        parser.add_argument("--api-key-env", default="", help="NAME of the environment variable holding the key")
+        parser.add_argument("--tool-protocol", choices=["auto", "native", "text"], help="default: auto")
+        parser.add_argument("--suite", help=f"suite name (default: {DEFAULT_SUITE})")
+        parser.add_argument("--tasks", help="comma-separated task codes, e.g. T2,T5 (default: every task of the suite)")
+        parser.add_argument("--limit", type=int, help="at most this many instances per task (a smoke run)")
+        parser.add_argument("--concurrency", type=int, default=4, help="episodes of this run at once (default 4)")
+        parser.add_argument("--requests-per-minute", type=int, help="model calls per minute for this run")
+        parser.add_argument("--tokens-per-minute", type=int, help="prompt+completion tokens per minute for this run")
+        parser.add_argument("--sync", action="store_true", help="play the episodes in this process")
+        parser.add_argument("--no-wait", action="store_true", help="queue the episodes and return at once")
+        parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+
+    def handle(self, *args, **options):
+        for option in ("limit", "concurrency", "requests_per_minute", "tokens_per_minute"):
+            positive(options[option], "--" + option.replace("_", "-"))
+        suite = resolve_suite(options["suite"])
+        tasks = resolve_tasks(options["tasks"], suite)
+        try:
+            model = execution.model_spec_for(options["model"], name=options["model_name"])
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        key_env = options["api_key_env"]
+        if key_env and options["sync"] and not os.environ.get(key_env):
+            raise CommandError(f"The environment variable {key_env} (named by --api-key-env) is not set.")
+
+        settings = default_decoding_settings()
+        if options["tool_protocol"]:
+            settings["tool_protocol"] = options["tool_protocol"]
+        limits = {"concurrency": options["concurrency"]}
+        for option in ("requests_per_minute", "tokens_per_minute"):
+            if options[option] is not None:
+                limits[option] = options[option]
+        try:
+            run = create_run(
+                suite=suite,
+                model=model,
+                tasks=tasks,
+                name=options["run_name"],
+                limit=options["limit"],
+                api_base=options["api_base"],
+                api_key_env=key_env,
+                settings=settings,
+                limits=limits,
+            )
+        except ValidationError as exc:
+            raise CommandError("; ".join(exc.messages)) from None
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        drive(
+            self,
+            run,
+            sync=options["sync"],
+            concurrency=options["concurrency"],
+            wait=not options["no_wait"],
+            as_json=options["json"],
+        )

@@ -1,0 +1,144 @@
+"""What the run commands share: finding a run, driving its episodes with a progress bar, printing its metrics."""
+from __future__ import annotations
+
+import json
+
+from django.core.management.base import CommandError
+
+from benchmark.scoring import SECONDARY_METRICS
+from runs import execution
+from runs.models import Run, Status
+
+BAR_WIDTH = 24
+
+
+def get_run(run_id: int) -> Run:
+    run = Run.objects.select_related("model", "suite").filter(pk=run_id).first()
+    if run is None:
+        raise CommandError(f"There is no run {run_id}.")
+    return run
+
+
+def positive(value: int | None, option: str) -> None:
+    if value is not None and value < 1:
+        raise CommandError(f"{option} must be a positive whole number, not {value}.")
+
+
+class ProgressBar:
+    """Episodes ended (of which failed), tokens and cost of a run.
+
+    On a terminal the line is redrawn in place at every change; elsewhere (a log, a pipe) a
+    line is printed at every tenth of the run, at every new failure and at the end.
+    """
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.on_terminal = stream.isatty()
+        self.last = None
+
+    def update(self, run: Run) -> None:
+        run = Run.objects.get(pk=run.pk)
+        progress = run.progress()
+        total = sum(progress.values())
+        ended = sum(progress[status] for status in execution.FINISHED)
+        failed = progress[Status.FAILED]
+        tokens = run.prompt_tokens + run.completion_tokens
+        if run.cost_usd is None:
+            cost = "unpriced" if tokens else "$0"
+        else:
+            cost = f"${run.cost_usd:.4f}"
+        filled = round(BAR_WIDTH * ended / total) if total else BAR_WIDTH
+        line = (
+            f"[{'#' * filled}{'.' * (BAR_WIDTH - filled)}] {ended}/{total} episodes · "
+            f"{failed} failed · {tokens:,} tokens · {cost}"
+        )
+        state = line if self.on_terminal else (ended * 10 // max(total, 1), failed, ended == total)
+        if state == self.last:
+            return
+        self.last = state
+        if self.on_terminal:
+            self.stream.write("\r" + line, ending="")
+        else:
+            self.stream.write(line)
+
+    def close(self) -> None:
+        if self.on_terminal and self.last is not None:
+            self.stream.write("")
+
+
+def drive(command, run: Run, *, sync: bool, concurrency: int, wait: bool, as_json: bool) -> None:
+    """Play the run's pending episodes (in this process, or by the queue workers), then print its report."""
+    bar = ProgressBar(command.stderr)
+    if sync:
+        def on_episode(episode, error):
+            if error is not None:
+                command.stderr.write(f"\nepisode {getattr(episode, 'pk', '?')} failed: {type(error).__name__}: {error}")
+            bar.update(run)
+
+        bar.update(run)
+        try:
+            execution.run_sync(run_id=run.pk, concurrency=concurrency, on_episode=on_episode)
+        except KeyboardInterrupt:
+            raise CommandError(
+                f"Interrupted. Once the lease of the episodes being played has run out (EEGAB_EPISODE_LEASE_SEC), "
+                f"continue with: python manage.py resume_run {run.pk} --sync"
+            ) from None
+        finally:
+            bar.close()
+    else:
+        released = execution.queue_run(run_id=run.pk)
+        command.stderr.write(
+            f"Run {run.pk}: {len(released)} episode(s) queued; the workers of `python manage.py qcluster` play them."
+        )
+        if not wait:
+            command.stdout.write(json.dumps({"run_id": run.pk, "queued": len(released)}) if as_json else str(run.pk))
+            return
+        try:
+            execution.wait_for_run(run_id=run.pk, on_progress=bar.update)
+        except KeyboardInterrupt:
+            raise CommandError(
+                f"Stopped waiting; run {run.pk} goes on in the workers (python manage.py cancel_run {run.pk} stops it)."
+            ) from None
+        finally:
+            bar.close()
+    report(command, run, as_json=as_json)
+
+
+def report(command, run: Run, *, as_json: bool) -> None:
+    data = execution.run_report(run)
+    command.stdout.write(json.dumps(data, ensure_ascii=False) if as_json else metrics_table(data))
+
+
+def _score(value) -> str:
+    return "-" if value is None else f"{value:.4f}"
+
+
+def metrics_table(report: dict) -> str:
+    """The per-task metrics of ``execution.run_report`` as a text table, with Overall."""
+    synthetic = " (SYNTHETIC data)" if report["synthetic"] else ""
+    progress = report["episodes"]
+    lines = [
+        f"Run {report['run_id']} · {report['model']} on suite {report['suite']}{synthetic} · {report['status']}",
+        "episodes: " + ", ".join(f"{count} {status}" for status, count in progress.items() if count),
+        "",
+        f"{'task':<8}{'episodes':>9}  {'metric':<10}{'score':>8}  {'secondary':<22}{'official':<8}",
+    ]
+    for task, summary in report["tasks"].items():
+        counts = summary["completeness"]
+        secondary = ", ".join(
+            f"{name} {_score(summary['metrics'].get(name))}" for name in SECONDARY_METRICS[task]
+        ) or "-"
+        lines.append(
+            f"{task:<8}{counts['completed']:>4}/{summary['n_items']:<4}  {summary['primary_metric']:<10}"
+            f"{_score(summary['primary_score']):>8}  {secondary:<22}{'yes' if summary['official'] else 'partial':<8}"
+        )
+    overall = report["overall"]
+    if overall is None:
+        note = "needs all six tasks"
+    else:
+        note = "official" if report["overall_official"] else "partial: not every task is official"
+    lines.append(f"{'Overall':<8}{'':>9}  {'mean':<10}{_score(overall):>8}  ({note})")
+    usage = report["usage"]
+    cost = "unpriced" if usage["cost_usd"] is None else f"${usage['cost_usd']:.4f}"
+    lines += ["", f"tokens: {usage['prompt_tokens']:,} prompt, {usage['completion_tokens']:,} completion · cost {cost}"]
+    return "\n".join(lines)
