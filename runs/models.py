@@ -108,11 +108,14 @@ class Run(Usage):
     def refresh_totals(self) -> None:
         """Recompute token and cost totals from the episodes and save them.
 
-        The cost is unknown (``None``) as soon as one episode that used tokens is unpriced.
+        The cost is unknown (``None``) as soon as one episode is unpriced: it used tokens without a
+        cost, or it finished without any usage to price (an external agent reports none), so such a
+        run shows "unpriced", never $0.
         """
         # Aliases must differ from field names, or the filter below would refer to the sums.
+        unpriced = Q(cost_usd__isnull=True) & (Q(prompt_tokens__gt=0) | Q(status=Status.COMPLETED))
         sums = self.episodes.aggregate(
-            n_unpriced=Count("id", filter=Q(cost_usd__isnull=True, prompt_tokens__gt=0)),
+            n_unpriced=Count("id", filter=unpriced),
             total_cost_usd=Sum("cost_usd"),
             **{f"total_{name}": Sum(name) for name in TOKEN_FIELDS},
         )

@@ -182,6 +182,17 @@ def test_refresh_totals_sums_usage_and_reports_unpriced_cost_as_unknown(run):
     assert (run.prompt_tokens, run.cost_usd) == (450, None)
 
 
+def test_a_finished_episode_without_usage_or_cost_makes_the_run_unpriced_not_free(run):
+    """An external agent reports no tokens: its run is "unpriced", never $0; a free baseline is $0."""
+    run.episodes.update(cost_usd=Decimal("0"))
+    run.refresh_totals()
+    assert run.cost_usd == Decimal("0")
+
+    run.episodes.filter(instance__task__code="T1").update(cost_usd=None, status="completed")
+    run.refresh_totals()
+    assert run.cost_usd is None
+
+
 def test_episode_to_dict_reports_outcome_and_usage_without_the_scenario_id(episode):
     Episode.objects.filter(pk=episode.pk).update(
         status=Status.COMPLETED,
