@@ -17,19 +17,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tools_app.registry import TOOL_NAMES
 from tools_app.signal.spatial import homologous_pairs
 
 #: Tools that read samples of the recording; the two header tools do not.
-SIGNAL_TOOLS = frozenset({
-    "compute_noise_metrics",
-    "compute_psd",
-    "compute_band_power",
-    "detect_transients",
-    "compute_temporal_features",
-    "compute_asymmetry",
-    "compute_channel_correlation",
-    "compute_windowed_features",
-})
+SIGNAL_TOOLS = frozenset(TOOL_NAMES) - {"get_recording_info", "get_channel_list"}
 #: Tools whose result is analysed over the whole record whatever the arguments.
 WHOLE_RECORD_TOOLS = frozenset({"compute_noise_metrics"})
 

@@ -27,21 +27,12 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from tools_app.registry import TOOL_NAMES
+
 RELEASE_SCHEMA = "eegagentbench/benchmark/v1"
 MAX_TURNS = 1000
 
-OFFICIAL_TOOLS = (
-    "get_recording_info",
-    "get_channel_list",
-    "compute_noise_metrics",
-    "compute_psd",
-    "compute_band_power",
-    "detect_transients",
-    "compute_temporal_features",
-    "compute_asymmetry",
-    "compute_channel_correlation",
-    "compute_windowed_features",
-)
+OFFICIAL_TOOLS = TOOL_NAMES  # every T2-T6 scenario allows the ten tools, in catalog order
 
 # The only record metadata a release may show (REFERENCE §4); anything else a
 # builder knows about a record (Bonn set letter, MMSE, recording type) could leak
