@@ -138,7 +138,10 @@ def read_predictions(path: str | Path) -> dict[str, Mapping[str, Any]]:
 def _positive_float(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    value = float(value)
+    try:
+        value = float(value)
+    except OverflowError:  # an integer too large for a float is no usable duration
+        return None
     return value if math.isfinite(value) and value > 0 else None
 
 

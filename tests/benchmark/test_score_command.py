@@ -197,3 +197,13 @@ def test_scenario_without_answer_key_line_is_an_error(tmp_path):
 def test_missing_file_is_an_error(tmp_path):
     with pytest.raises(CommandError, match="cannot be read"):
         _score(tmp_path / "absent.jsonl", tmp_path / "k.jsonl", tmp_path / "p.jsonl")
+
+
+def test_t5_duration_too_large_for_a_float_is_an_error_not_a_crash(tmp_path):
+    scenarios = _write_jsonl(tmp_path / "s.jsonl", [])
+    scenarios.write_text('{"scenario_id": "c1_seizure_chb01_03", "task_id": "T5", "records": '
+                         '[{"metadata": {"duration_sec": 1' + "0" * 400 + '}}]}\n', encoding="utf-8")
+    key = _write_jsonl(tmp_path / "k.jsonl", [{"scenario_id": "c1_seizure_chb01_03", "gold": {"seizure_events": []}}])
+    predictions = _write_jsonl(tmp_path / "p.jsonl", [])
+    with pytest.raises(CommandError, match="has no positive duration_sec"):
+        _score(scenarios, key, predictions)
