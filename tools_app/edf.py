@@ -74,6 +74,9 @@ _MIN_INTERPOLATION_BLOCK = 1 << 18
 _PASS_CHUNK_BYTES = 8 << 20
 
 
+_NUMPY_FFT_HAS_OUT = int(np.__version__.split(".")[0]) >= 2
+
+
 class EdfError(ValueError):
     """An EDF file that cannot be read; the message describes the problem and never names the file."""
 
@@ -322,6 +325,11 @@ class EdfRecording:
         self._scale = np.array([_unit_scale(header.units[i]) for i in signals])
         self._scale[list(self._stim)] = 1.0
         self._samples = samples
+        #: Channels stored at a lower rate and upsampled: a partial read of one evaluates the
+        #: interpolation, so reading it whole (one inverse FFT) is cheaper than in pieces.
+        self.upsampled_channels = frozenset(
+            i for i in range(len(signals)) if samples[i] != self.samples_per_record and i not in self._stim
+        )
         self._record_offsets = np.concatenate([[0], np.cumsum(record_samples)])[signals]
         self._header_bytes = header.header_bytes
         self._records = np.ndarray(
@@ -329,7 +337,7 @@ class EdfRecording:
         )
         self._spectra: dict[int, np.ndarray] = {}
 
-    def read(self, picks, start: int, stop: int) -> np.ndarray:
+    def read(self, picks, start: int, stop: int, out=None) -> np.ndarray:
         """Samples ``start:stop`` of the channels ``picks``, in volts.
 
         Parameters
@@ -338,19 +346,38 @@ class EdfRecording:
             Channel indices, ``0 <= pick < len(ch_names)``; repeats allowed.
         start, stop : int
             Sample range, ``0 <= start <= stop <= n_times``.
+        out : ndarray, shape (len(picks), stop - start), float64, optional
+            Where to write the samples (a long repeated read then reuses the same memory).
 
         Returns
         -------
         data : ndarray, shape (len(picks), stop - start), float64, V
+            ``out`` when given.
         """
-        out = np.empty((len(picks), stop - start))
+        if out is None:
+            if len(picks) == 1 and picks[0] in self.upsampled_channels and stop > start:
+                return self._read_upsampled(picks[0], start, stop)[np.newaxis]  # no copy of a long inverse FFT
+            out = np.empty((len(picks), stop - start))
+        elif out.shape != (len(picks), stop - start) or out.dtype != np.float64:
+            raise ValueError(f"out must be a float64 array of shape {(len(picks), stop - start)}.")
         if stop == start:
             return out
+        full_rate = [
+            (row, channel) for row, channel in enumerate(picks)
+            if self._samples[channel] == self.samples_per_record and channel not in self._stim
+        ]  # fmt: skip
+        if len(full_rate) > 1:
+            self._read_full_rate_rows(full_rate, start, stop, out)
+        done = {row for row, _ in full_rate} if len(full_rate) > 1 else set()
         for row, channel in enumerate(picks):
+            if row in done:
+                continue
             if self._samples[channel] == self.samples_per_record:
                 self._read_full_rate(channel, start, stop, out[row])
             elif channel in self._stim:
                 self._read_held_stim(channel, start, stop, out[row])
+            elif start == 0 and stop == self.n_times and self._samples[channel] > 0:
+                inverse_fft(self._spectrum(channel), self.n_times, out=out[row])  # no temporary of the whole night
             else:
                 out[row] = self._read_upsampled(channel, start, stop)
         return out
@@ -369,11 +396,38 @@ class EdfRecording:
         for first in range(first_record, stop_record, chunk):
             last = min(first + chunk, stop_record)
             digital[first - first_record : last - first_record] = self._records[first:last, begin : begin + stored]
-            if hasattr(mmap, "MADV_DONTNEED"):
-                mapped = self._header_bytes + first * record_bytes
-                page = mapped // mmap.PAGESIZE * mmap.PAGESIZE
-                self._map.madvise(mmap.MADV_DONTNEED, page, self._header_bytes + last * record_bytes - page)
+            self._release(first, last)
         return digital
+
+    def _read_full_rate_rows(self, rows, start: int, stop: int, out: np.ndarray) -> None:
+        """Fill ``out[row]`` with samples ``start:stop`` of each full-rate ``(row, channel)`` in ``rows``.
+
+        The records are copied a chunk at a time with every channel in them, so a read of many
+        channels passes over the file once instead of once per channel (see :meth:`_digital`).
+        """
+        per_record = self.samples_per_record
+        first_record, stop_record = start // per_record, -(-stop // per_record)
+        record_bytes = self._records.shape[1] * _BYTES_PER_SAMPLE
+        chunk = max(_PASS_CHUNK_BYTES // record_bytes, 1)
+        for first in range(first_record, stop_record, chunk):
+            last = min(first + chunk, stop_record)
+            records = np.array(self._records[first:last])
+            self._release(first, last)
+            begin = max(start, first * per_record)  # the samples of this chunk, as absolute indices
+            end = min(stop, last * per_record)
+            for row, channel in rows:
+                offset = self._record_offsets[channel]
+                digital = records[:, offset : offset + per_record].ravel()
+                self._physical(digital[begin - first * per_record : end - first * per_record], channel,
+                               out[row, begin - start : end - start])  # fmt: skip
+
+    def _release(self, first: int, last: int) -> None:
+        """Unmap the pages of records ``first:last`` (they stay in the page cache), so reads do not add the file to RSS."""
+        if hasattr(mmap, "MADV_DONTNEED"):
+            record_bytes = self._records.shape[1] * _BYTES_PER_SAMPLE
+            mapped = self._header_bytes + first * record_bytes
+            page = mapped // mmap.PAGESIZE * mmap.PAGESIZE
+            self._map.madvise(mmap.MADV_DONTNEED, page, self._header_bytes + last * record_bytes - page)
 
     def _physical(self, digital: np.ndarray, channel: int, out=None) -> np.ndarray:
         out = np.multiply(digital, self._cal[channel], out=out)
@@ -424,6 +478,19 @@ class EdfRecording:
                 for begin in range(start, stop, block)
             ]
         )
+
+
+def inverse_fft(spectrum: np.ndarray, n: int, *, out: np.ndarray) -> np.ndarray:
+    """``scipy.fft.irfft(spectrum, n)`` (MNE's resampling step), written into ``out``.
+
+    numpy 2's FFT is the same pocketfft code as scipy's and gives the same numbers bit for bit
+    (a test checks it), and it can write into a given array, which spares a long read a
+    second array of the whole night; with an older numpy, scipy's result is copied.
+    """
+    if _NUMPY_FFT_HAS_OUT:
+        return np.fft.irfft(spectrum, n, out=out)
+    out[...] = scipy.fft.irfft(spectrum, n)
+    return out
 
 
 def _chirp(u: np.ndarray, n_out: int) -> np.ndarray:

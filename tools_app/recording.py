@@ -64,6 +64,11 @@ class Recording:
         ``raw.info['custom_ref_applied']`` as a plain int (0: no custom reference).
     subject_info : dict or None
         ``raw.info['subject_info']`` as a plain dict (age and sex are usually absent).
+    whole_read_channels : frozenset of int
+        Channels that cost less to read whole than piece by piece (an EDF channel upsampled
+        from a lower rate: each partial read evaluates its interpolation).
+
+    ``read_into``, if given, is ``read`` with a fourth argument ``out``, the array to write into.
     """
 
     def __init__(
@@ -79,6 +84,8 @@ class Recording:
         custom_ref_applied=0,
         subject_info=None,
         bads=(),
+        whole_read_channels=(),
+        read_into=None,
     ):
         if len(ch_names) != len(ch_types):
             raise ValueError("ch_names and ch_types must have the same length.")
@@ -93,6 +100,8 @@ class Recording:
         self.custom_ref_applied = int(custom_ref_applied)
         self.subject_info = None if subject_info is None else dict(subject_info)
         self._bads = tuple(bads)
+        self.whole_read_channels = frozenset(whole_read_channels)
+        self._read_into = read_into
 
     def __repr__(self):
         return (
@@ -149,6 +158,17 @@ class Recording:
         if not indices:
             return np.empty((0, stop - start))
         return self._read(indices, start, stop)
+
+    def read_into(self, picks, start, stop, out) -> np.ndarray:
+        """Samples ``start:stop`` of channel indices ``picks`` (``0 <= start <= stop <= n_times``), V.
+
+        Written into ``out`` (float64, shape ``(len(picks), stop - start)``) where the reader
+        supports it, so that a long pass reuses one buffer; use the returned array, which is
+        ``out`` or a fresh one with the same values.
+        """
+        if self._read_into is None:
+            return self._read(list(picks), start, stop)
+        return self._read_into(list(picks), start, stop, out)
 
     def _pick_indices(self, picks) -> list[int]:
         if picks is None:
@@ -220,6 +240,8 @@ def _open_edf(path: Path, metadata: dict) -> Recording:
         highpass=edf.highpass,
         lowpass=edf.lowpass,
         subject_info=edf.subject_info,
+        whole_read_channels=edf.upsampled_channels,
+        read_into=edf.read,
     )
 
 

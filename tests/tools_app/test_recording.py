@@ -288,6 +288,30 @@ def test_full_rate_channels_and_long_upsampled_reads_are_bit_identical_to_mne(tm
     np.testing.assert_array_equal(recording.get_data([2], 100, 9000), raw.get_data([2], 100, 9000))
 
 
+def test_reads_into_a_buffer_and_of_many_channels_at_once_equal_mne(tmp_path):
+    path = pyedflib_edf(tmp_path / "psg.edf", ["A", "B", "C", "Trigger", "D"], [200, 200, 2, 200, 200], 60)
+    raw, recording = mne_edf(path), open_recording(path)
+    assert recording.whole_read_channels == {2}
+    for picks, start, stop in [([0, 1, 4], 0, 12_000), ([0, 1, 3, 4], 517, 9_999), ([4, 0], 3, 205), ([2], 0, 12_000)]:
+        buffer = np.full((len(picks), stop - start), np.nan)
+        into = recording.read_into(picks, start, stop, buffer)
+        assert into is buffer
+        np.testing.assert_array_equal(into, raw.get_data(picks, start, stop))
+        np.testing.assert_array_equal(recording.get_data(picks, start, stop), raw.get_data(picks, start, stop))
+    with pytest.raises(ValueError, match="shape"):
+        recording.read_into([0, 1], 0, 10, np.empty((2, 11)))
+
+
+@pytest.mark.parametrize("n", [8_280_000, 2 * 3 * 5 * 7 * 11 * 23 + 1, 4096])
+def test_the_inverse_fft_written_into_a_buffer_is_scipys(n):
+    from tools_app.edf import inverse_fft
+
+    spectrum = scipy.fft.rfft(np.random.default_rng(n).standard_normal(n // 100 + 3))
+    out = np.empty(n)
+    assert inverse_fft(spectrum, n, out=out) is out
+    np.testing.assert_array_equal(out, scipy.fft.irfft(spectrum, n))
+
+
 def corner(case_id, labels, samples, **header):
     return pytest.param(labels, samples, header, id=case_id)
 

@@ -373,10 +373,37 @@ def test_the_cache_holds_the_same_numbers_however_it_was_filled(long_source, mon
     monkeypatch.setattr(segments, "_COMPUTE_SAMPLES", 1 << 14)
     alone = segments.RecordSegments(source.read, 100.0, data.shape[1])
     alone.build([1])
+    whole = segments.RecordSegments(source.read, 100.0, data.shape[1], whole_reads={1})  # in reads of 2^18
+    whole.build([1])
     for name in ("units", "steps", "curvatures_before", "curvatures_after", "unit_blocks", "segment_bands",
-                 "block_psd", "saturation_ratio", "flat_line_ratio"):
-        np.testing.assert_array_equal(getattr(alone.channel(1), name), getattr(together.channel(1), name), err_msg=name)
-    assert alone.channel(1).whole_zero_crossings is None and together.channel(1).whole_zero_crossings is not None
+                 "block_psd", "saturation_ratio", "flat_line_ratio", "whole_zero_crossings"):
+        expected = getattr(together.channel(1), name)
+        np.testing.assert_array_equal(getattr(alone.channel(1), name), expected, err_msg=name)
+        if name != "whole_zero_crossings":
+            np.testing.assert_array_equal(getattr(whole.channel(1), name), expected, err_msg=name)
+    assert together.channel(1).whole_zero_crossings[1] == temporal.zero_crossing_count(data[1])
+    assert whole.channel(1).whole_zero_crossings is None  # a second pass would repeat the whole reads
+
+
+def test_an_edf_cache_built_in_one_pass_equals_each_channel_built_alone(tmp_path):
+    from tests.tools_app.test_recording import pyedflib_edf
+    from tools_app.recording import open_recording
+
+    path = pyedflib_edf(tmp_path / "long.edf", ["A", "B", "Resp", "C"], [200, 200, 1, 200], 700)
+    recording = open_recording(path)
+    source = ranges.SignalSource(recording)
+    source.prepare()  # A, B and C in one pass over the file, Resp read whole
+    assert recording.whole_read_channels == {2} and recording.n_times == 140_000
+    alone = segments.RecordSegments(source.read, recording.sfreq, recording.n_times, whole_reads=range(4))
+    for pick in range(4):
+        ours, expected = source.segments.channel(pick), alone.channel(pick)
+        for name in ("units", "steps", "curvatures_before", "curvatures_after", "unit_blocks", "segment_bands",
+                     "block_psd", "saturation_ratio", "flat_line_ratio", "whole_zero_crossings"):
+            np.testing.assert_array_equal(getattr(ours, name), getattr(expected, name), err_msg=f"{pick} {name}")
+    data = recording.get_data()
+    np.testing.assert_allclose(source.segments.channel(3).units[:700, segments.COLUMN["mean"]],
+                               data[3, :140_000].reshape(700, 200).mean(axis=1), rtol=1e-12)  # fmt: skip
+    assert source.segments.channel(1).whole_zero_crossings[1] == temporal.zero_crossing_count(data[1])
 
 
 @pytest.mark.parametrize(

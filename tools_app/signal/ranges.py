@@ -55,16 +55,25 @@ class SignalSource:
         self.sfreq = float(recording.sfreq)
         self.n_times = int(recording.n_times)
         long_enough = self.n_times >= LARGE_RANGE_SAMPLES and spectral.welch_nperseg(self.sfreq, self.n_times) >= 4
-        self.segments = segments.RecordSegments(self.read, self.sfreq, self.n_times) if long_enough else None
+        whole = getattr(recording, "whole_read_channels", ())
+        self.segments = (
+            segments.RecordSegments(self.read, self.sfreq, self.n_times, whole_reads=whole) if long_enough else None
+        )
 
     def prepare(self):
         """Fill the segment cache for every channel now, if the recording is long enough."""
         if self.segments is not None:
             self.segments.build(range(len(self.recording.ch_names)))
 
-    def read(self, picks, start, stop):
-        """Return samples ``[start, stop)`` of the channels ``picks`` (repeats allowed), V."""
+    def read(self, picks, start, stop, out=None):
+        """Return samples ``[start, stop)`` of the channels ``picks`` (repeats allowed), V.
+
+        With ``out`` (float64, shape ``(len(picks), stop - start)``) and distinct ascending
+        picks, the samples are written into it where the recording supports that.
+        """
         picks = [int(pick) for pick in picks]
+        if out is not None and hasattr(self.recording, "read_into") and picks == sorted(set(picks)):
+            return self.recording.read_into(picks, int(start), int(stop), out)
         unique = sorted(set(picks))
         data = np.asarray(self.recording.get_data(unique, int(start), int(stop)), dtype=np.float64)
         if unique == picks:

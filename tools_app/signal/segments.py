@@ -25,6 +25,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from tools_app.signal import noise, spectral, temporal
 from tools_app.signal.workspace import Workspace, scratch
@@ -32,12 +33,13 @@ from tools_app.signal.workspace import Workspace, scratch
 #: Segment periodograms are summed in blocks of this many segments; unit rows are pooled in
 #: blocks of as many units.
 SEGMENTS_PER_BLOCK = 64
-#: A channel is read in chunks of at most this many samples (one read for most recordings: a
-#: resampled EDF channel costs a whole-channel FFT per read) ...
+#: A channel is read and processed in pieces of about this many samples, small enough for the
+#: processor cache, whose intermediate arrays reuse one scratch workspace per channel ...
+_COMPUTE_SAMPLES = 1 << 17
+#: ... except a channel that is cheaper to read whole (a resampled EDF channel costs a
+#: whole-channel FFT per read), read in chunks of at most this many samples (one for most
+#: recordings).
 _READ_SAMPLES = 1 << 23
-#: ... and processed in pieces of about this many, small enough for the processor cache, whose
-#: intermediate arrays reuse one scratch workspace per channel.
-_COMPUTE_SAMPLES = 1 << 16
 #: Unit rows are pooled into blocks this many blocks at a time.
 _BLOCKS_PER_POOL = 16
 #: Channels are built by this many threads at once (numpy releases the GIL).
@@ -198,7 +200,8 @@ class ChannelSegments:
         The whole recording's noise-metric ratios, exactly as the official definitions.
     whole_zero_crossings : tuple of (float, int) or None
         The whole recording's mean as pooled here and the sign changes of ``x - mean``;
-        kept when the channel was read in one piece.
+        not kept for a channel read whole that took more than one read (a second pass would
+        cost it a second round of whole reads).
     """
 
     def __init__(self, unit, units, boundaries, segment_bands, block_psd):
@@ -256,16 +259,21 @@ class RecordSegments:
     Parameters
     ----------
     read : callable
-        ``read(picks, start, stop) -> ndarray (len(picks), stop - start)`` in volts; called
-        from worker threads, several at a time.
+        ``read(picks, start, stop, out=None) -> ndarray (len(picks), stop - start)`` in volts,
+        written into ``out`` when given and possible; called from worker threads, several at
+        a time.
     sfreq : float
         Sampling rate, Hz.
     n_times : int
         Samples per channel; at least ``int(2 * sfreq)`` and 4.
+    whole_reads : collection of int, optional
+        Channels to read in as few reads as possible rather than piece by piece (those whose
+        partial reads cost more than a whole one). The numbers are the same either way.
     """
 
-    def __init__(self, read, sfreq, n_times):
+    def __init__(self, read, sfreq, n_times, *, whole_reads=()):
         self.read = read
+        self.whole_reads = frozenset(whole_reads)
         self.sfreq = float(sfreq)
         self.n_times = int(n_times)
         self.nperseg = spectral.welch_nperseg(self.sfreq, self.n_times)
@@ -286,100 +294,160 @@ class RecordSegments:
     def build(self, picks):
         """Fill the cache for every channel in ``picks`` that is not in it yet.
 
-        The channels are built concurrently, one per worker thread.
+        The channels read piece by piece are built together, one stretch of time after another
+        (one pass over the file), the stretches shared among the worker threads; each channel
+        read whole is built by one worker thread.
         """
         with self._lock:
             missing = sorted(set(picks) - set(self._channels))
             if not missing:
                 return
-            with ThreadPoolExecutor(max_workers=min(_WORKERS, len(missing))) as workers:
-                self._channels.update(zip(missing, workers.map(self._build_channel, missing)))
+            whole = [pick for pick in missing if pick in self.whole_reads]
+            streamed = [pick for pick in missing if pick not in self.whole_reads]
+            # The build threads are the parallelism: BLAS threads on top of them (OpenBLAS starts
+            # them for larger products) would only compete for the same cores.
+            local = threading.local()  # one scratch workspace per worker thread, for all its channels
+            with threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(max_workers=_WORKERS) as workers:
+                built = [workers.submit(self._build_whole, pick, local) for pick in whole]
+                if streamed:
+                    self._channels.update(self._build_streamed(streamed, workers, local))
+                self._channels.update(zip(whole, (future.result() for future in built)))
 
-    def _build_channel(self, pick):
+    def _units_per_piece(self):
+        """Units per piece of computation: whole blocks, about :data:`_COMPUTE_SAMPLES` samples."""
+        return max(1, _COMPUTE_SAMPLES // self.unit // SEGMENTS_PER_BLOCK) * SEGMENTS_PER_BLOCK
+
+    def _build_streamed(self, picks, workers, local):
+        """Build channels ``picks`` together, reading each stretch of time once for all of them."""
+        filling = _Filling(self, len(picks))
+        units_per_piece = self._units_per_piece()
+        # Channels are computed a few at a time, so that each computation stays about as large.
+        per_group = max(1, _COMPUTE_SAMPLES // (units_per_piece * self.unit))
+        groups = [(first, min(first + per_group, len(picks))) for first in range(0, len(picks), per_group)]
+        lookahead = max(self.nperseg - self.unit, 2)
+
+        def fill(first):
+            workspace = local.__dict__.setdefault("workspace", Workspace())
+            last = min(self.n_units, first + units_per_piece)
+            start, stop = first * self.unit, min(self.n_times, last * self.unit)
+            read_stop = min(self.n_times, stop + lookahead)
+            data = self.read(picks, start, read_stop, out=workspace.array("read", (len(picks), read_stop - start)))
+            self._fill_boundaries(filling.boundaries, data, first, last)
+            parts = [
+                self._fill_piece(filling.channels(a, b), data[a:b], start, first, last, workspace) for a, b in groups
+            ]
+            extremes = tuple(np.concatenate(values) for values in zip(*[part[0] for part in parts]))
+            return extremes, np.concatenate([part[1] for part in parts])
+
+        pieces = list(workers.map(fill, range(0, self.n_units, units_per_piece)))
+        built = {}
+        for index, pick in enumerate(picks):
+            extremes = [tuple(value[index] for value in piece_extremes) for piece_extremes, _ in pieces]
+            flat_steps = sum(int(flat[index]) for _, flat in pieces)
+            built[pick] = filling.cached(index, extremes, flat_steps)
+        means = np.array([pool(self._rows(built[pick], pick, 0, self.n_times))[_MEAN] for pick in picks])
+
+        def crossings(first):  # each stretch overlaps the next by one sample
+            workspace = local.__dict__.setdefault("workspace", Workspace())
+            stop = min(self.n_times, first + units_per_piece * self.unit + 1)
+            data = self.read(picks, first, stop, out=workspace.array("read", (len(picks), stop - first)))
+            return temporal.zero_crossing_count(data, means)
+
+        counts = sum(workers.map(crossings, range(0, self.n_times - 1, units_per_piece * self.unit)))
+        for index, pick in enumerate(picks):
+            built[pick].whole_zero_crossings = (means[index], int(counts[index]))
+        return built
+
+    def _build_whole(self, pick, local):
+        """Build channel ``pick`` alone, in as few reads as possible."""
+        filling = _Filling(self, 1)
         unit = self.unit
-        units = np.empty((self.n_units, len(FIELDS)))
-        boundaries = np.full((3, self.n_units), np.nan)
-        bands = np.empty((self.n_segments, len(spectral.WINDOWED_BANDS)))
-        blocks = np.zeros((-(-self.n_segments // SEGMENTS_PER_BLOCK), len(self.freqs)))
+        units_per_piece = self._units_per_piece()
         units_per_read = max(1, _READ_SAMPLES // unit // SEGMENTS_PER_BLOCK) * SEGMENTS_PER_BLOCK
-        units_per_piece = max(1, _COMPUTE_SAMPLES // unit // SEGMENTS_PER_BLOCK) * SEGMENTS_PER_BLOCK
         lookahead = max(self.nperseg - unit, 2)
-        workspace = Workspace()
+        workspace = local.__dict__.setdefault("workspace", Workspace())
         extremes, flat_steps = [], 0
         for first in range(0, self.n_units, units_per_read):
             last = min(self.n_units, first + units_per_read)
             start, stop = first * unit, min(self.n_times, last * unit)
-            data = self.read([pick], start, min(self.n_times, stop + lookahead))[0]
-            self._fill_boundaries(boundaries, data, first, last)
+            read_stop = min(self.n_times, stop + lookahead)
+            # Its own buffer: the pieces below use the workspace's scratch arrays.
+            data = self.read([pick], start, read_stop, out=workspace.array("whole", (1, read_stop - start)))
+            self._fill_boundaries(filling.boundaries, data, first, last)
             for piece in range(first, last, units_per_piece):
                 piece_last = min(last, piece + units_per_piece)
                 piece_extremes, piece_flat_steps = self._fill_piece(
-                    units, bands, blocks, data, start, piece, piece_last, workspace
+                    filling, data, start, piece, piece_last, workspace
                 )
-                extremes.append(piece_extremes)
-                flat_steps += piece_flat_steps
-        cached = ChannelSegments(unit, units, boundaries, bands, blocks)
-        cached.saturation_ratio = _saturation_ratio(extremes, self.n_times)
-        cached.flat_line_ratio = flat_steps / (self.n_times - 1)
+                extremes.append(tuple(value[0] for value in piece_extremes))
+                flat_steps += int(piece_flat_steps[0])
+        cached = filling.cached(0, extremes, flat_steps)
         if units_per_read >= self.n_units:
             mean = pool(self._rows(cached, pick, 0, self.n_times))[_MEAN]
             crossings = sum(  # piece by piece, each overlapping the next by one sample
-                int(temporal.zero_crossing_count(data[first : min(self.n_times, first + _COMPUTE_SAMPLES + 1)], mean))
+                int(temporal.zero_crossing_count(data[0, first : min(self.n_times, first + _COMPUTE_SAMPLES + 1)], mean))
                 for first in range(0, self.n_times - 1, _COMPUTE_SAMPLES)
             )
             cached.whole_zero_crossings = (mean, crossings)
         return cached
 
-    def _fill_piece(self, units, bands, blocks, data, start, first, last, workspace):
+    def _fill_piece(self, filling, data, start, first, last, workspace):
         """Compute the rows of units ``[first, last)`` and of the segments starting in them.
 
-        Returns the piece's extremes with their counts, and its number of flat steps (those
-        starting in the piece), for the whole-recording noise ratios.
+        ``data`` holds the samples from ``start`` of the channels of ``filling`` (one row
+        each). Returns each channel's extremes in the piece with their counts, and its number
+        of flat steps (those starting in the piece), for the whole-recording noise ratios.
         """
         unit = self.unit
         offset = first * unit - start
         stop = min(self.n_times, last * unit) - start
+        n_channels = data.shape[0]
         n_full = (stop - offset) // unit
-        full = data[offset : offset + n_full * unit].reshape(n_full, unit)
-        units[first : first + n_full] = rows_of(full, workspace=workspace)
+        full = data[:, offset : offset + n_full * unit].reshape(n_channels, n_full, unit)
+        filling.units[:, first : first + n_full] = rows_of(full, workspace=workspace)
         if first + n_full < last:
-            units[first + n_full] = rows_of(data[offset + n_full * unit : stop], workspace=workspace)
-        inside = data[offset:stop]
-        low, high = units[first:last, _LOW].min(), units[first:last, _HIGH].max()
+            filling.units[:, first + n_full] = rows_of(data[:, offset + n_full * unit : stop], workspace=workspace)
+        inside = data[:, offset:stop]
+        low = filling.units[:, first:last, _LOW].min(axis=1)
+        high = filling.units[:, first:last, _HIGH].max(axis=1)
         flags = scratch(workspace, "flags", inside.shape, dtype=bool)
         extremes = (
             low, high,
-            np.count_nonzero(np.equal(inside, low, out=flags)), np.count_nonzero(np.equal(inside, high, out=flags)),
-        )
-        stepped = data[offset : stop + 1]
-        steps = np.subtract(stepped[1:], stepped[:-1], out=scratch(workspace, "piece_steps", (stepped.size - 1,)))
-        flat_steps = np.count_nonzero(np.less(np.abs(steps, out=steps), noise.FLAT_STEP_V, out=flags[: steps.size]))
+            np.count_nonzero(np.equal(inside, low[:, np.newaxis], out=flags), axis=1),
+            np.count_nonzero(np.equal(inside, high[:, np.newaxis], out=flags), axis=1),
+        )  # fmt: skip
+        stepped = data[:, offset : stop + 1]
+        n_steps = stepped.shape[1] - 1
+        steps = np.subtract(stepped[:, 1:], stepped[:, :-1], out=scratch(workspace, "piece_steps", (n_channels, n_steps)))
+        flat = np.less(np.abs(steps, out=steps), noise.FLAT_STEP_V, out=scratch(workspace, "flat", steps.shape, dtype=bool))
+        flat_steps = np.count_nonzero(flat, axis=1)
         last_segment = min(last, self.n_segments)
         if last_segment > first:
-            self._fill_segments(bands, blocks, data, offset, first, last_segment, workspace)
+            self._fill_segments(filling, data, offset, first, last_segment, workspace)
         return extremes, flat_steps
 
-    def _fill_segments(self, bands, blocks, data, offset, first, last_segment, workspace):
+    def _fill_segments(self, filling, data, offset, first, last_segment, workspace):
         """Compute the band integrals and block sums of segments ``[first, last_segment)``."""
         unit = self.unit
-        covered = data[offset : offset + (last_segment - first - 1) * unit + self.nperseg]
+        covered = data[:, offset : offset + (last_segment - first - 1) * unit + self.nperseg]
         periodograms = spectral.segment_periodograms(covered, self.sfreq, self.nperseg, workspace=workspace)
-        bands[first:last_segment] = periodograms @ self._band_weights
         block_of = np.arange(first, last_segment) // SEGMENTS_PER_BLOCK
         edges = np.flatnonzero(np.diff(block_of, prepend=-1))
-        blocks[block_of[edges]] += np.add.reduceat(periodograms, edges, axis=0)
+        for channel, periodogram in enumerate(periodograms):
+            filling.bands[channel, first:last_segment] = periodogram @ self._band_weights
+            filling.blocks[channel, block_of[edges]] += np.add.reduceat(periodogram, edges, axis=0)
 
     def _fill_boundaries(self, boundaries, data, first, last):
-        """Compute the differences straddling the ends of units ``[first, last)``."""
+        """Compute the differences straddling the ends of units ``[first, last)`` (``data`` from unit ``first``)."""
         ends = self.unit * np.arange(first + 1, last + 1)
         local = ends - first * self.unit
         has_step, has_after = ends < self.n_times, ends + 1 < self.n_times
         at = local[has_step]
-        step = data[at] - data[at - 1]
-        boundaries[0, first:last][has_step] = step
-        boundaries[1, first:last][has_step] = step - (data[at - 1] - data[at - 2])
+        step = data[:, at] - data[:, at - 1]
+        boundaries[:, 0, first:last][:, has_step] = step
+        boundaries[:, 1, first:last][:, has_step] = step - (data[:, at - 1] - data[:, at - 2])
         at = local[has_after]
-        boundaries[2, first:last][has_after] = (data[at + 1] - data[at]) - (data[at] - data[at - 1])
+        boundaries[:, 2, first:last][:, has_after] = (data[:, at + 1] - data[:, at]) - (data[:, at] - data[:, at - 1])
 
     # ------------------------------------------------------------------ range queries
 
@@ -464,6 +532,32 @@ class RecordSegments:
             return np.zeros(len(self.freqs))
         data = self.read([pick], first * self.unit, (last - 1) * self.unit + self.nperseg)[0]
         return spectral.segment_periodogram_sum(data, self.sfreq, self.nperseg)[0]
+
+
+class _Filling:
+    """The arrays of channels being built together (first axis: the channel), filled piece by piece."""
+
+    def __init__(self, segments, n_channels, *, arrays=None):
+        self.unit, self.n_times = segments.unit, segments.n_times
+        self.units, self.boundaries, self.bands, self.blocks = arrays or (
+            np.empty((n_channels, segments.n_units, len(FIELDS))),
+            np.full((n_channels, 3, segments.n_units), np.nan),
+            np.empty((n_channels, segments.n_segments, len(spectral.WINDOWED_BANDS))),
+            np.zeros((n_channels, -(-segments.n_segments // SEGMENTS_PER_BLOCK), len(segments.freqs))),
+        )
+        self._segments = segments
+
+    def channels(self, first, last):
+        """Return the filling of channels ``[first, last)`` (views of the same arrays)."""
+        arrays = (self.units[first:last], self.boundaries[first:last], self.bands[first:last], self.blocks[first:last])
+        return _Filling(self._segments, last - first, arrays=arrays)
+
+    def cached(self, index, extremes, flat_steps):
+        """Return the :class:`ChannelSegments` of channel ``index``, once every piece is filled."""
+        cached = ChannelSegments(self.unit, self.units[index], self.boundaries[index], self.bands[index], self.blocks[index])
+        cached.saturation_ratio = _saturation_ratio(extremes, self.n_times)
+        cached.flat_line_ratio = flat_steps / (self.n_times - 1)
+        return cached
 
 
 def _saturation_ratio(extremes, n_times):
