@@ -159,6 +159,9 @@ class FakeLLM:
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive, as providers' servers do: a client reuses its connection
+            disable_nagle_algorithm = True  # else the body waits for the ACK of the headers (40 ms)
+
             def do_POST(self):
                 length = int(self.headers.get("Content-Length") or 0)
                 request = json.loads(self.rfile.read(length) or b"{}")
