@@ -5,6 +5,7 @@ django-q2's ORM broker. A deployment sets at least ``DEBUG=false``, ``SECRET_KEY
 ``ALLOWED_HOSTS``, and usually ``DATABASE_URL`` (PostgreSQL) and ``REDIS_URL``.
 """
 import importlib.util
+import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -50,6 +51,20 @@ def env_int(name: str, default: int) -> int:
         return int(value)
     except ValueError:
         raise ImproperlyConfigured(f"{name}={value!r} is not a whole number.") from None
+
+
+def env_number(name: str, default: float, *, minimum: float = 0.0) -> float:
+    """Return the environment variable ``name`` read as a finite number of at least ``minimum``, or ``default``."""
+    value = env_str(name)
+    if not value:
+        return default
+    try:
+        number = float(value)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={value!r} is not a number.") from None
+    if not math.isfinite(number) or number < minimum:
+        raise ImproperlyConfigured(f"{name}={value!r} must be a finite number of at least {minimum:g}.")
+    return number
 
 
 def env_list(name: str, default: Sequence[str] = ()) -> list[str]:
@@ -191,6 +206,21 @@ Q_CLUSTER = {
     "ack_failures": True,
     "save_limit": 1000,
 }
+# Leases on running episodes: a worker renews them every EEGAB_HEARTBEAT_SEC; one silent for
+# EEGAB_EPISODE_LEASE_SEC is presumed dead, and its episode is played again, up to
+# EEGAB_MAX_EPISODE_ATTEMPTS attempts (runs.execution).
+EEGAB_EPISODE_LEASE_SEC = env_number("EEGAB_EPISODE_LEASE_SEC", 120.0, minimum=1.0)
+EEGAB_HEARTBEAT_SEC = env_number("EEGAB_HEARTBEAT_SEC", 15.0, minimum=0.1)
+if EEGAB_HEARTBEAT_SEC >= EEGAB_EPISODE_LEASE_SEC:
+    raise ImproperlyConfigured(
+        "EEGAB_HEARTBEAT_SEC must be shorter than EEGAB_EPISODE_LEASE_SEC, or live workers lose their leases."
+    )
+EEGAB_MAX_EPISODE_ATTEMPTS = env_int("EEGAB_MAX_EPISODE_ATTEMPTS", 3)
+# Provider errors (timeouts, 429, 5xx) are retried this many times, waiting base * 2^k seconds
+# (at most the maximum) between attempts, in the one retry layer (runs.agents.LiteLLMAgent).
+EEGAB_PROVIDER_RETRIES = env_int("EEGAB_PROVIDER_RETRIES", 5)
+EEGAB_RETRY_BASE_DELAY_SEC = env_number("EEGAB_RETRY_BASE_DELAY_SEC", 2.0)
+EEGAB_RETRY_MAX_DELAY_SEC = env_number("EEGAB_RETRY_MAX_DELAY_SEC", 120.0)
 REDIS_URL = env_str("REDIS_URL")
 if REDIS_URL:
     Q_CLUSTER["redis"] = REDIS_URL

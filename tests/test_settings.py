@@ -7,7 +7,7 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured
 
 from config import settings as project_settings
-from config.settings import database_config, env_bool, env_int, env_list, env_str
+from config.settings import database_config, env_bool, env_int, env_list, env_number, env_str
 
 SETTINGS_PATH = Path(project_settings.__file__)
 SETTINGS_ENV = (
@@ -19,6 +19,10 @@ SETTINGS_ENV = (
     "EEGAB_WORKERS",
     "EEGAB_EPISODE_TIMEOUT",
     "EEGAB_DATA_ROOT",
+    "EEGAB_EPISODE_LEASE_SEC",
+    "EEGAB_HEARTBEAT_SEC",
+    "EEGAB_MAX_EPISODE_ATTEMPTS",
+    "EEGAB_PROVIDER_RETRIES",
 )
 
 
@@ -149,3 +153,35 @@ def test_live_queue_settings(settings):
 
 def test_litellm_uses_its_bundled_price_map():
     assert os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] == "True"
+
+
+@pytest.mark.parametrize(("value", "expected"), [("2.5", 2.5), (" 30 ", 30.0), ("", 7.0)])
+def test_env_number_reads_numbers(monkeypatch, value, expected):
+    monkeypatch.setenv("SECONDS", value)
+    assert env_number("SECONDS", 7.0) == expected
+
+
+@pytest.mark.parametrize("value", ["soon", "nan", "inf", "-1"])
+def test_env_number_rejects_what_is_not_a_finite_number_in_range(monkeypatch, value):
+    monkeypatch.setenv("SECONDS", value)
+    with pytest.raises(ImproperlyConfigured, match=f"SECONDS={value!r}"):
+        env_number("SECONDS", 7.0)
+
+
+def test_leases_and_retries_come_from_the_environment(monkeypatch):
+    from runs import execution
+    from runs.agents import RetryPolicy
+
+    module = load_settings(monkeypatch, EEGAB_EPISODE_LEASE_SEC="40", EEGAB_HEARTBEAT_SEC="2.5",
+                           EEGAB_MAX_EPISODE_ATTEMPTS="5", EEGAB_PROVIDER_RETRIES="1")  # fmt: skip
+    assert (module.EEGAB_EPISODE_LEASE_SEC, module.EEGAB_HEARTBEAT_SEC) == (40.0, 2.5)
+    assert (module.EEGAB_MAX_EPISODE_ATTEMPTS, module.EEGAB_PROVIDER_RETRIES) == (5, 1)
+    defaults = load_settings(monkeypatch)
+    assert (defaults.EEGAB_EPISODE_LEASE_SEC, defaults.EEGAB_HEARTBEAT_SEC, defaults.EEGAB_MAX_EPISODE_ATTEMPTS) == (
+        execution.lease_seconds(), execution.heartbeat_seconds(), execution.max_attempts())
+    assert defaults.EEGAB_PROVIDER_RETRIES == RetryPolicy.from_settings().max_retries
+
+
+def test_a_heartbeat_as_long_as_the_lease_is_refused(monkeypatch):
+    with pytest.raises(ImproperlyConfigured, match="EEGAB_HEARTBEAT_SEC must be shorter"):
+        load_settings(monkeypatch, EEGAB_EPISODE_LEASE_SEC="10", EEGAB_HEARTBEAT_SEC="10")
