@@ -42,15 +42,18 @@ def env_bool(name: str, default: bool) -> bool:
     raise ImproperlyConfigured(f"{name}={value!r} is not a yes/no value; use 1/0, true/false, yes/no or on/off.")
 
 
-def env_int(name: str, default: int) -> int:
-    """Return the environment variable ``name`` read as a whole number, or ``default``."""
+def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
+    """Return the environment variable ``name`` read as a whole number (at least ``minimum``), or ``default``."""
     value = env_str(name)
     if not value:
         return default
     try:
-        return int(value)
+        number = int(value)
     except ValueError:
         raise ImproperlyConfigured(f"{name}={value!r} is not a whole number.") from None
+    if minimum is not None and number < minimum:
+        raise ImproperlyConfigured(f"{name}={value!r} must be at least {minimum}.")
+    return number
 
 
 def env_number(name: str, default: float, *, minimum: float = 0.0) -> float:
@@ -215,10 +218,10 @@ if EEGAB_HEARTBEAT_SEC >= EEGAB_EPISODE_LEASE_SEC:
     raise ImproperlyConfigured(
         "EEGAB_HEARTBEAT_SEC must be shorter than EEGAB_EPISODE_LEASE_SEC, or live workers lose their leases."
     )
-EEGAB_MAX_EPISODE_ATTEMPTS = env_int("EEGAB_MAX_EPISODE_ATTEMPTS", 3)
+EEGAB_MAX_EPISODE_ATTEMPTS = env_int("EEGAB_MAX_EPISODE_ATTEMPTS", 3, minimum=1)
 # Provider errors (timeouts, 429, 5xx) are retried this many times, waiting base * 2^k seconds
 # (at most the maximum) between attempts, in the one retry layer (runs.agents.LiteLLMAgent).
-EEGAB_PROVIDER_RETRIES = env_int("EEGAB_PROVIDER_RETRIES", 5)
+EEGAB_PROVIDER_RETRIES = env_int("EEGAB_PROVIDER_RETRIES", 5, minimum=0)
 EEGAB_RETRY_BASE_DELAY_SEC = env_number("EEGAB_RETRY_BASE_DELAY_SEC", 2.0)
 EEGAB_RETRY_MAX_DELAY_SEC = env_number("EEGAB_RETRY_MAX_DELAY_SEC", 120.0)
 REDIS_URL = env_str("REDIS_URL")

@@ -122,16 +122,16 @@ class RetryPolicy:
 
     @classmethod
     def from_settings(cls) -> RetryPolicy:
-        """The policy set in Django settings, else the defaults.
+        """The policy set in Django settings (from the environment, see ``config.settings``).
 
         Settings: ``EEGAB_PROVIDER_RETRIES``, ``EEGAB_RETRY_BASE_DELAY_SEC``, ``EEGAB_RETRY_MAX_DELAY_SEC``.
         """
         from django.conf import settings
 
         return cls(
-            max_retries=getattr(settings, "EEGAB_PROVIDER_RETRIES", cls.max_retries),
-            base_delay_sec=getattr(settings, "EEGAB_RETRY_BASE_DELAY_SEC", cls.base_delay_sec),
-            max_delay_sec=getattr(settings, "EEGAB_RETRY_MAX_DELAY_SEC", cls.max_delay_sec),
+            max_retries=settings.EEGAB_PROVIDER_RETRIES,
+            base_delay_sec=settings.EEGAB_RETRY_BASE_DELAY_SEC,
+            max_delay_sec=settings.EEGAB_RETRY_MAX_DELAY_SEC,
         )
 
     def delays(self):

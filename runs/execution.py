@@ -67,17 +67,17 @@ FINISHED = (Status.COMPLETED, Status.FAILED, Status.CANCELLED)
 
 def lease_seconds() -> float:
     """How long a running episode's worker may stay silent before it is presumed dead."""
-    return float(getattr(settings, "EEGAB_EPISODE_LEASE_SEC", 120))
+    return float(settings.EEGAB_EPISODE_LEASE_SEC)
 
 
 def heartbeat_seconds() -> float:
     """How often a worker renews the lease of the episodes it plays."""
-    return float(getattr(settings, "EEGAB_HEARTBEAT_SEC", 15))
+    return float(settings.EEGAB_HEARTBEAT_SEC)
 
 
 def max_attempts() -> int:
     """How many attempts an episode gets before a lost worker fails it instead of retrying it."""
-    return int(getattr(settings, "EEGAB_MAX_EPISODE_ATTEMPTS", 3))
+    return int(settings.EEGAB_MAX_EPISODE_ATTEMPTS)
 
 
 # ── leases ───────────────────────────────────────────────────────────────────────────────────

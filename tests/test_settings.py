@@ -185,3 +185,9 @@ def test_leases_and_retries_come_from_the_environment(monkeypatch):
 def test_a_heartbeat_as_long_as_the_lease_is_refused(monkeypatch):
     with pytest.raises(ImproperlyConfigured, match="EEGAB_HEARTBEAT_SEC must be shorter"):
         load_settings(monkeypatch, EEGAB_EPISODE_LEASE_SEC="10", EEGAB_HEARTBEAT_SEC="10")
+
+
+@pytest.mark.parametrize(("name", "value"), [("EEGAB_MAX_EPISODE_ATTEMPTS", "0"), ("EEGAB_PROVIDER_RETRIES", "-1")])
+def test_attempts_and_retries_below_their_minimum_are_refused(monkeypatch, name, value):
+    with pytest.raises(ImproperlyConfigured, match=f"{name}={value!r} must be at least"):
+        load_settings(monkeypatch, **{name: value})

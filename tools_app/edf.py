@@ -362,24 +362,19 @@ class EdfRecording:
             raise ValueError(f"out must be a float64 array of shape {(len(picks), stop - start)}.")
         if stop == start:
             return out
-        full_rate = [
-            (row, channel) for row, channel in enumerate(picks)
-            if self._samples[channel] == self.samples_per_record and channel not in self._stim
-        ]  # fmt: skip
-        if len(full_rate) > 1:
+        rows = list(enumerate(picks))
+        full_rate = [(row, channel) for row, channel in rows
+                     if self._samples[channel] == self.samples_per_record and channel not in self._stim]  # fmt: skip
+        if len(full_rate) > 1:  # several channels: one pass over the records for all of them
             self._read_full_rate_rows(full_rate, start, stop, out)
-        done = {row for row, _ in full_rate} if len(full_rate) > 1 else set()
-        for row, channel in enumerate(picks):
-            if row in done:
-                continue
+            rows = [(row, channel) for row, channel in rows if (row, channel) not in full_rate]
+        for row, channel in rows:
             if self._samples[channel] == self.samples_per_record:
                 self._read_full_rate(channel, start, stop, out[row])
             elif channel in self._stim:
                 self._read_held_stim(channel, start, stop, out[row])
-            elif start == 0 and stop == self.n_times and self._samples[channel] > 0:
-                inverse_fft(self._spectrum(channel), self.n_times, out=out[row])  # no temporary of the whole night
             else:
-                out[row] = self._read_upsampled(channel, start, stop)
+                self._read_upsampled(channel, start, stop, out=out[row])
         return out
 
     def _digital(self, channel: int, first_record: int, stop_record: int) -> np.ndarray:
@@ -464,20 +459,26 @@ class EdfRecording:
             self._spectra[channel] = spectrum
         return self._spectra[channel]
 
-    def _read_upsampled(self, channel: int, start: int, stop: int) -> np.ndarray:
+    def _read_upsampled(self, channel: int, start: int, stop: int, out=None) -> np.ndarray:
+        """Samples ``start:stop`` of an upsampled channel, written into ``out`` if given (else possibly a view)."""
         if self._samples[channel] == 0:
-            return np.zeros(stop - start)
-        spectrum = self._spectrum(channel)
-        if stop - start >= self.n_times * _FULL_INVERSE_SHARE:
+            samples = np.zeros(stop - start)
+        elif stop - start >= self.n_times * _FULL_INVERSE_SHARE:
             # Past this share one full inverse FFT is cheaper, and it is MNE's own computation.
-            return scipy.fft.irfft(spectrum, self.n_times)[start:stop]
-        block = max(4 * spectrum.size, _MIN_INTERPOLATION_BLOCK)
-        return np.concatenate(
-            [
+            if out is not None and stop - start == self.n_times:
+                return inverse_fft(self._spectrum(channel), self.n_times, out=out)  # no second array of the night
+            samples = scipy.fft.irfft(self._spectrum(channel), self.n_times)[start:stop]
+        else:
+            spectrum = self._spectrum(channel)
+            block = max(4 * spectrum.size, _MIN_INTERPOLATION_BLOCK)
+            samples = np.concatenate([
                 band_limited_samples(spectrum, self.n_times, begin, min(begin + block, stop))
                 for begin in range(start, stop, block)
-            ]
-        )
+            ])  # fmt: skip
+        if out is None:
+            return samples
+        out[...] = samples
+        return out
 
 
 def inverse_fft(spectrum: np.ndarray, n: int, *, out: np.ndarray) -> np.ndarray:

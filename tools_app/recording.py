@@ -67,8 +67,8 @@ class Recording:
     whole_read_channels : frozenset of int
         Channels that cost less to read whole than piece by piece (an EDF channel upsampled
         from a lower rate: each partial read evaluates its interpolation).
-
-    ``read_into``, if given, is ``read`` with a fourth argument ``out``, the array to write into.
+    writes_into : bool
+        Whether ``read`` takes a fourth argument ``out``, the array to write the samples into.
     """
 
     def __init__(
@@ -85,7 +85,7 @@ class Recording:
         subject_info=None,
         bads=(),
         whole_read_channels=(),
-        read_into=None,
+        writes_into=False,
     ):
         if len(ch_names) != len(ch_types):
             raise ValueError("ch_names and ch_types must have the same length.")
@@ -101,7 +101,7 @@ class Recording:
         self.subject_info = None if subject_info is None else dict(subject_info)
         self._bads = tuple(bads)
         self.whole_read_channels = frozenset(whole_read_channels)
-        self._read_into = read_into
+        self._writes_into = bool(writes_into)
 
     def __repr__(self):
         return (
@@ -166,9 +166,9 @@ class Recording:
         supports it, so that a long pass reuses one buffer; use the returned array, which is
         ``out`` or a fresh one with the same values.
         """
-        if self._read_into is None:
-            return self._read(list(picks), start, stop)
-        return self._read_into(list(picks), start, stop, out)
+        if self._writes_into:
+            return self._read(list(picks), start, stop, out)
+        return self._read(list(picks), start, stop)
 
     def _pick_indices(self, picks) -> list[int]:
         if picks is None:
@@ -241,7 +241,7 @@ def _open_edf(path: Path, metadata: dict) -> Recording:
         lowpass=edf.lowpass,
         subject_info=edf.subject_info,
         whole_read_channels=edf.upsampled_channels,
-        read_into=edf.read,
+        writes_into=True,
     )
 
 
