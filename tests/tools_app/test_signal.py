@@ -385,6 +385,20 @@ def test_the_cache_holds_the_same_numbers_however_it_was_filled(long_source, mon
     assert whole.channel(1).whole_zero_crossings is None  # a second pass would repeat the whole reads
 
 
+@pytest.mark.parametrize("whole", [False, True])
+def test_the_saturation_ratio_counts_every_sample_at_the_extremes(whole):
+    sfreq, seconds = 100.0, 2000.37  # the last unit is partial
+    clipped = np.clip(sine(0.013, 1e-4, seconds, sfreq) + noise(seconds, sfreq, seed=3), -9e-5, 9e-5)
+    single = np.round(noise(seconds, sfreq, seed=4) * 1e7) / 1e7
+    single[-1] = 1.0  # the maximum only in the last, partial unit
+    data = np.stack([clipped, single, np.full(clipped.size, 2e-6)])
+    source = ranges.SignalSource(make_recording(data, sfreq))
+    built = segments.RecordSegments(source.read, sfreq, data.shape[1], whole_reads=range(3) if whole else ())
+    for pick in range(3):
+        assert built.channel(pick).saturation_ratio == noise_metrics.saturation_ratio(data[pick]), pick
+    assert built.channel(0).saturation_ratio > 0.1 and built.channel(2).saturation_ratio == 1.0
+
+
 def test_an_edf_cache_built_in_one_pass_equals_each_channel_built_alone(tmp_path):
     from tests.tools_app.test_recording import pyedflib_edf
     from tools_app.recording import open_recording

@@ -14,8 +14,9 @@ For every Welch segment (segments start on unit boundaries) its integrals over t
 windowed-feature bands are kept, and for every block of :data:`SEGMENTS_PER_BLOCK` segments
 the summed periodogram, so the Welch PSD of a unit-aligned range is a sum of blocks plus the
 few segments at its edges, recomputed. Whole-recording figures that only the noise metrics
-need (the share of samples at the extremes, of flat steps) and the whole-recording
-zero-crossing count are computed once, exactly, while the channel is read.
+need (the share of flat steps, counted while the channel is read; the share of samples at
+the extremes, counted afterwards in the few units that reach them) and the whole-recording
+zero-crossing count are computed once, exactly.
 
 A unit's statistics depend on its samples alone, so the cache holds the same numbers however
 it was filled (pieces, threads, channel sets) and a result never depends on call history.
@@ -313,6 +314,25 @@ class RecordSegments:
                     self._channels.update(self._build_streamed(streamed, workers, local))
                 self._channels.update(zip(whole, (future.result() for future in built)))
 
+    def _saturation_ratio(self, pick, units, data=None):
+        """Return the share of the channel's samples at its minimum or maximum.
+
+        The samples equal to an extreme are counted only in the units whose own extreme it is
+        (usually one or two), read again unless ``data``, the whole channel, is given.
+        """
+        low, high = units[:, _LOW].min(), units[:, _HIGH].max()
+        if low == high:
+            return 1.0
+        at_extremes = 0
+        for value, column in ((low, _LOW), (high, _HIGH)):
+            for first, last in _runs(np.flatnonzero(units[:, column] == value)):
+                stop = min(self.n_times, last * self.unit)
+                for begin in range(first * self.unit, stop, _COMPUTE_SAMPLES):
+                    end = min(stop, begin + _COMPUTE_SAMPLES)
+                    samples = data[begin:end] if data is not None else self.read([pick], begin, end)[0]
+                    at_extremes += int(np.count_nonzero(samples == value))
+        return at_extremes / self.n_times
+
     def _units_per_piece(self):
         """Units per piece of computation: whole blocks, about :data:`_COMPUTE_SAMPLES` samples."""
         return max(1, _COMPUTE_SAMPLES // self.unit // SEGMENTS_PER_BLOCK) * SEGMENTS_PER_BLOCK
@@ -333,18 +353,15 @@ class RecordSegments:
             read_stop = min(self.n_times, stop + lookahead)
             data = self.read(picks, start, read_stop, out=workspace.array("read", (len(picks), read_stop - start)))
             self._fill_boundaries(filling.boundaries, data, first, last)
-            parts = [
+            return np.concatenate([
                 self._fill_piece(filling.channels(a, b), data[a:b], start, first, last, workspace) for a, b in groups
-            ]
-            extremes = tuple(np.concatenate(values) for values in zip(*[part[0] for part in parts]))
-            return extremes, np.concatenate([part[1] for part in parts])
+            ])  # fmt: skip
 
-        pieces = list(workers.map(fill, range(0, self.n_units, units_per_piece)))
-        built = {}
-        for index, pick in enumerate(picks):
-            extremes = [tuple(value[index] for value in piece_extremes) for piece_extremes, _ in pieces]
-            flat_steps = sum(int(flat[index]) for _, flat in pieces)
-            built[pick] = filling.cached(index, extremes, flat_steps)
+        flat_steps = sum(workers.map(fill, range(0, self.n_units, units_per_piece)))
+        built = {
+            pick: filling.cached(index, int(flat_steps[index]), self._saturation_ratio(pick, filling.units[index]))
+            for index, pick in enumerate(picks)
+        }
         means = np.array([pool(self._rows(built[pick], pick, 0, self.n_times))[_MEAN] for pick in picks])
 
         def crossings(first):  # each stretch overlaps the next by one sample
@@ -366,7 +383,7 @@ class RecordSegments:
         units_per_read = max(1, _READ_SAMPLES // unit // SEGMENTS_PER_BLOCK) * SEGMENTS_PER_BLOCK
         lookahead = max(self.nperseg - unit, 2)
         workspace = local.__dict__.setdefault("workspace", Workspace())
-        extremes, flat_steps = [], 0
+        flat_steps = 0
         for first in range(0, self.n_units, units_per_read):
             last = min(self.n_units, first + units_per_read)
             start, stop = first * unit, min(self.n_times, last * unit)
@@ -376,13 +393,10 @@ class RecordSegments:
             self._fill_boundaries(filling.boundaries, data, first, last)
             for piece in range(first, last, units_per_piece):
                 piece_last = min(last, piece + units_per_piece)
-                piece_extremes, piece_flat_steps = self._fill_piece(
-                    filling, data, start, piece, piece_last, workspace
-                )
-                extremes.append(tuple(value[0] for value in piece_extremes))
-                flat_steps += int(piece_flat_steps[0])
-        cached = filling.cached(0, extremes, flat_steps)
-        if units_per_read >= self.n_units:
+                flat_steps += int(self._fill_piece(filling, data, start, piece, piece_last, workspace)[0])
+        one_read = units_per_read >= self.n_units
+        cached = filling.cached(0, flat_steps, self._saturation_ratio(pick, filling.units[0], data[0] if one_read else None))
+        if one_read:
             mean = pool(self._rows(cached, pick, 0, self.n_times))[_MEAN]
             crossings = sum(  # piece by piece, each overlapping the next by one sample
                 int(temporal.zero_crossing_count(data[0, first : min(self.n_times, first + _COMPUTE_SAMPLES + 1)], mean))
@@ -395,8 +409,8 @@ class RecordSegments:
         """Compute the rows of units ``[first, last)`` and of the segments starting in them.
 
         ``data`` holds the samples from ``start`` of the channels of ``filling`` (one row
-        each). Returns each channel's extremes in the piece with their counts, and its number
-        of flat steps (those starting in the piece), for the whole-recording noise ratios.
+        each). Returns each channel's number of flat steps (those starting in the piece), for
+        the whole-recording flat-line ratio.
         """
         unit = self.unit
         offset = first * unit - start
@@ -407,15 +421,6 @@ class RecordSegments:
         filling.units[:, first : first + n_full] = rows_of(full, workspace=workspace)
         if first + n_full < last:
             filling.units[:, first + n_full] = rows_of(data[:, offset + n_full * unit : stop], workspace=workspace)
-        inside = data[:, offset:stop]
-        low = filling.units[:, first:last, _LOW].min(axis=1)
-        high = filling.units[:, first:last, _HIGH].max(axis=1)
-        flags = scratch(workspace, "flags", inside.shape, dtype=bool)
-        extremes = (
-            low, high,
-            np.count_nonzero(np.equal(inside, low[:, np.newaxis], out=flags), axis=1),
-            np.count_nonzero(np.equal(inside, high[:, np.newaxis], out=flags), axis=1),
-        )  # fmt: skip
         stepped = data[:, offset : stop + 1]
         n_steps = stepped.shape[1] - 1
         steps = np.subtract(stepped[:, 1:], stepped[:, :-1], out=scratch(workspace, "piece_steps", (n_channels, n_steps)))
@@ -424,7 +429,7 @@ class RecordSegments:
         last_segment = min(last, self.n_segments)
         if last_segment > first:
             self._fill_segments(filling, data, offset, first, last_segment, workspace)
-        return extremes, flat_steps
+        return flat_steps
 
     def _fill_segments(self, filling, data, offset, first, last_segment, workspace):
         """Compute the band integrals and block sums of segments ``[first, last_segment)``."""
@@ -552,20 +557,17 @@ class _Filling:
         arrays = (self.units[first:last], self.boundaries[first:last], self.bands[first:last], self.blocks[first:last])
         return _Filling(self._segments, last - first, arrays=arrays)
 
-    def cached(self, index, extremes, flat_steps):
+    def cached(self, index, flat_steps, saturation_ratio):
         """Return the :class:`ChannelSegments` of channel ``index``, once every piece is filled."""
         cached = ChannelSegments(self.unit, self.units[index], self.boundaries[index], self.bands[index], self.blocks[index])
-        cached.saturation_ratio = _saturation_ratio(extremes, self.n_times)
+        cached.saturation_ratio = saturation_ratio
         cached.flat_line_ratio = flat_steps / (self.n_times - 1)
         return cached
 
 
-def _saturation_ratio(extremes, n_times):
-    """Return the share of samples at the minimum or maximum, from per-chunk extremes."""
-    low = min(chunk[0] for chunk in extremes)
-    high = max(chunk[1] for chunk in extremes)
-    if low == high:
-        return 1.0
-    at_low = sum(chunk[2] for chunk in extremes if chunk[0] == low)
-    at_high = sum(chunk[3] for chunk in extremes if chunk[1] == high)
-    return (at_low + at_high) / n_times
+def _runs(index):
+    """Return the runs of consecutive integers in the sorted ``index`` as ``[(first, last + 1), ...]``."""
+    if len(index) == 0:
+        return []
+    parts = np.split(index, np.flatnonzero(np.diff(index) != 1) + 1)
+    return [(int(part[0]), int(part[-1]) + 1) for part in parts]
