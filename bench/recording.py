@@ -24,21 +24,8 @@ import pyedflib
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.tools import CHB_CHANNELS, SLEEP_CHANNELS  # noqa: E402  (the same two layouts)
 from tools_app.recording import clear_recording_cache, open_recording  # noqa: E402
-
-SLEEP_CHANNELS = (  # label, unit, samples per 30-s record, physical range
-    ("EEG Fpz-Cz", "uV", 3000, 192.0),
-    ("EEG Pz-Oz", "uV", 3000, 197.0),
-    ("EOG horizontal", "uV", 3000, 1009.0),
-    ("Resp oro-nasal", "", 30, 2048.0),
-    ("EMG submental", "uV", 30, 5.0),
-    ("Temp rectal", "DegC", 30, 40.0),
-    ("Event marker", "", 30, 2048.0),
-)
-CHB_LABELS = (
-    "FP1-F7 F7-T7 T7-P7 P7-O1 FP1-F3 F3-C3 C3-P3 P3-O1 FP2-F4 F4-C4 C4-P4 P4-O2 FP2-F8 F8-T8 T8-P8 "
-    "P8-O2 FZ-CZ CZ-PZ P7-T7 T7-FT9 FT9-FT10 FT10-T8 T8-P8"
-).split()
 
 
 def _write(path: Path, labels, units, rates, ranges, record_seconds: int, hours: float, seed: int = 0):
@@ -127,7 +114,7 @@ def main():
         labels, units, per_record, ranges = zip(*SLEEP_CHANNELS)
         _write(sleep, labels, units, [n / 30 for n in per_record], ranges, 30, 23)
         chb = Path(tmp) / "chb.edf"
-        _write(chb, CHB_LABELS, ["uV"] * 23, [256] * 23, [800.0] * 23, 1, 4)
+        _write(chb, CHB_CHANNELS, ["uV"] * 23, [256] * 23, [800.0] * 23, 1, 4)
         for path in (sleep, chb):
             _bench_file(path, skip_mne=args.skip_mne)
     print(f"max RSS of this process: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
