@@ -441,11 +441,11 @@ def _release_for(root: Path, descriptor: dict, descriptor_text: str, manifest: d
     if existing is not None:
         return existing
     name = str(descriptor.get("name") or root.name)[:100]
-    version = str(descriptor.get("version") or "0")
+    version = str(descriptor.get("version") or "0")[:37]  # room for "+" and 12 hex digits in 50
     if Release.objects.filter(name=name, version=version).exists():
         version = f"{version}+{checksum[:12]}"  # same name and version, different content
     return Release.objects.create(
-        name=name, version=version[:50], source=str(root), is_synthetic=bool(descriptor.get("synthetic")),
+        name=name, version=version, source=str(root), is_synthetic=descriptor.get("synthetic") is True,
         manifest=manifest, descriptor=descriptor_text,
     )
 
@@ -523,7 +523,11 @@ def _check_release(root: Path, tasks: Iterable[str] | None, skip_missing: bool) 
             problems.append(f"{SCENARIOS.format(task=task)}: missing, so {task} cannot be imported")
     if not available:
         problems.append(f"{root}/benchmark/scenarios: no scenario files (T1.jsonl … T6.jsonl)")
-    known_tools = set(descriptor.get("official_tools") or OFFICIAL_TOOLS)
+    listed = descriptor.get("official_tools") or OFFICIAL_TOOLS
+    if not isinstance(listed, list | tuple) or not all(isinstance(name, str) for name in listed):
+        problems.append(f"{root}/benchmark.json: official_tools must be a list of tool names")
+        listed = OFFICIAL_TOOLS
+    known_tools = set(listed)
     file_manifest = _read_file_manifest(root, problems)
 
     skipped: list[dict] = [{"task": task, "reason": "not selected"} for task in available if task not in selected]
@@ -563,6 +567,8 @@ def _save_suite(*, plan: _Plan, manifest: dict, suite_name: str | None, by_task:
             return ImportResult(suite=suite, created=False, counts=counts, skipped=suite.skipped)
 
     version = max((suite.version for suite in family), default=0) + 1
+    while Suite.objects.filter(name=base if version == 1 else f"{base}-v{version}").exists():
+        version += 1  # a suite of another release may already hold the name (a release called "x-v2")
     suite = Suite.objects.create(
         name=base if version == 1 else f"{base}-v{version}",
         release=release,

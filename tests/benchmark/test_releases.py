@@ -270,6 +270,28 @@ def test_a_changed_release_becomes_the_next_suite_version(t1_release):
     assert import_release(path=t1_release).suite == second
 
 
+def test_a_new_version_skips_a_suite_name_another_release_holds(t1_release):
+    first = import_release(path=t1_release, suite_name="eegagentbench-v2").suite  # a version-1 suite of that name
+    edit_lines(t1_release / "benchmark/answer_keys/T1.jsonl",
+               lambda n, line: line.replace('"answer":"A"', '"answer":"B"', 1) if n == 1 else line)
+    second = import_release(path=t1_release).suite
+    assert (first.name, first.version) == ("eegagentbench-v2", 1)
+    assert (second.name, second.version) == ("eegagentbench-v3", 3)
+
+
+@pytest.mark.parametrize("listed", ['"compute_psd"', "7"])
+def test_official_tools_that_are_not_a_list_of_names_are_a_problem(t1_release, listed):
+    descriptor = t1_release / "benchmark" / "benchmark.json"
+    text = descriptor.read_text(encoding="utf-8") if descriptor.is_file() else "{}"
+    data = json.loads(text)
+    data["official_tools"] = json.loads(listed)
+    descriptor.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(ReleaseError) as caught:
+        import_release(path=t1_release)
+    assert any("official_tools must be a list of tool names" in problem for problem in caught.value.problems)
+    assert nothing_imported()
+
+
 def test_record_ids_are_random_per_suite_and_never_the_release_ids(bonn_release):
     one = import_release(path=bonn_release, skip_missing=True, suite_name="one").suite
     two = import_release(path=bonn_release, skip_missing=True, suite_name="two").suite
