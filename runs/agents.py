@@ -6,7 +6,9 @@ and latency, and every failed attempt that came before it. The loop reads the re
 action (``runs.protocol``), so the baselines go through exactly the same protocol as a
 model does: they write text actions and read the tool results from the conversation.
 
-Provider failures are retried in exactly one place, ``LiteLLMAgent.respond``: litellm's
+A model is called through litellm, or, when it is a self-hosted model at an ``api_base``
+that speaks the OpenAI format, directly over HTTP (``runs.openai_http``; ``choose_transport``).
+Provider failures are retried in exactly one place, ``ModelAgent.respond``: litellm's
 own retries (``num_retries``) and the provider SDK's (``max_retries``) are switched off.
 Timeouts, HTTP 429 and 5xx, connection errors, empty or non-JSON bodies and replies
 without choices are retried with exponential backoff; a context-length error gets one
@@ -23,6 +25,7 @@ import re
 import time
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
+from functools import cache
 from decimal import Decimal
 from typing import Any, Protocol
 
@@ -30,15 +33,19 @@ import numpy as np
 
 from benchmark.scoring.classification import REFERENCE_CLASSES
 from benchmark.scoring.hypnogram import STAGES
-from runs.cost import Pricing, TokenUsage
+from runs import openai_http
+from runs.cost import Pricing, TokenUsage, litellm_model_info
 from runs.protocol import TOOL_RESULT_PREFIX
 
 BASELINE_RANDOM = "baseline/random"
 BASELINE_HEURISTIC = "baseline/heuristic"
 PROTOCOLS = ("native", "text")
+TRANSPORTS = ("litellm", "direct")
+# The variable litellm reads a provider's key from when a run names none.
+PROVIDER_KEY_VARIABLES = {"openai": "OPENAI_API_KEY", "hosted_vllm": "HOSTED_VLLM_API_KEY"}
 
-# Run.settings keys that steer the adapter; all other keys are passed to litellm as decoding settings.
-CONTROL_SETTINGS = frozenset({"tool_protocol", "timeout_sec"})
+# Run.settings keys that steer the adapter; all other keys are passed to the model as decoding settings.
+CONTROL_SETTINGS = frozenset({"tool_protocol", "transport", "timeout_sec"})
 DEFAULT_TIMEOUT_SEC = 600.0
 
 
@@ -183,6 +190,7 @@ def _is_context_error(exc: Exception) -> bool:
 
 
 def _is_transient(exc: Exception) -> bool:
+    """A failure worth retrying: a timeout, a lost connection, an unreadable reply, HTTP 429 or 5xx."""
     import litellm
 
     transient = (
@@ -192,6 +200,8 @@ def _is_transient(exc: Exception) -> bool:
         litellm.BadGatewayError,
         litellm.APIConnectionError,
         litellm.Timeout,
+        openai_http.APIConnectionError,
+        openai_http.Timeout,
     )
     if isinstance(exc, transient):
         return True
@@ -235,21 +245,45 @@ def _text_of(content: Any) -> str:
     return str(content)
 
 
+def choose_transport(model: str, api_base: str | None, requested: str = "auto") -> str:
+    """``litellm`` or ``direct``: as requested, else direct for a self-hosted OpenAI-compatible model.
+
+    A model is self-hosted when it is served at an ``api_base`` under the ``openai/`` or
+    ``hosted_vllm/`` prefix and litellm's model map does not list it (``openai/Qwen3-8B``
+    on a vLLM server, say); litellm would only pass its requests through. Every other model
+    (a provider's own API, or a listed model such as ``openai/gpt-5`` at a proxy, whose
+    parameters litellm adapts) goes through litellm.
+    """
+    if requested in TRANSPORTS:
+        return requested
+    if requested not in ("auto", "", None):
+        raise ValueError(f"transport must be 'auto', 'litellm' or 'direct', not {requested!r}.")
+    if not api_base or not model.startswith(openai_http.PROVIDER_PREFIXES):
+        return "litellm"
+    return "litellm" if litellm_model_info(model) is not None else "direct"
+
+
 def choose_protocol(model: str, requested: str = "auto") -> str:
     """``native`` or ``text``: as requested, else native where litellm says the model calls functions."""
     if requested in PROTOCOLS:
         return requested
     if requested not in ("auto", "", None):
         raise ValueError(f"tool_protocol must be 'auto', 'native' or 'text', not {requested!r}.")
+    return "native" if _calls_functions(model) else "text"
+
+
+@cache
+def _calls_functions(model: str) -> bool:
+    """Whether litellm's bundled model map says ``model`` supports native function calling."""
     import litellm
 
     try:
-        return "native" if litellm.supports_function_calling(model) else "text"
+        return bool(litellm.supports_function_calling(model))
     except Exception:  # litellm raises for model strings it cannot map to a provider
-        return "text"
+        return False
 
 
-class LiteLLMAgent:
+class ModelAgent:
     """Any model litellm can call, with the platform's single retry layer.
 
     Parameters
@@ -258,12 +292,13 @@ class LiteLLMAgent:
         litellm model string, e.g. ``openai/gpt-4o``.
     api_base : str, optional
     api_key_env : str
-        Name of the environment variable holding the key; blank lets litellm use the
-        provider's usual variable.
+        Name of the environment variable holding the key; blank means the provider's usual
+        variable (``OPENAI_API_KEY`` for ``openai/``), as litellm reads it.
     settings : dict
-        The run's settings: decoding settings passed to litellm (``temperature`` 0 and
-        ``max_tokens`` 2048 unless given), plus ``tool_protocol`` (auto, native or text)
-        and ``timeout_sec`` for each request.
+        The run's settings: decoding settings passed to the model (``temperature`` 0 and
+        ``max_tokens`` 2048 unless given), plus ``tool_protocol`` (auto, native or text),
+        ``transport`` (auto, litellm or direct: ``choose_transport``) and ``timeout_sec``
+        for each request.
     pricing : Pricing
     retry : RetryPolicy
     sleep : callable
@@ -286,6 +321,7 @@ class LiteLLMAgent:
         self.api_base = api_base or None
         self.api_key_env = api_key_env
         self.protocol = choose_protocol(model, settings.get("tool_protocol", "auto"))
+        self.transport = choose_transport(model, self.api_base, settings.get("transport", "auto"))
         self.timeout_sec = float(settings.get("timeout_sec", DEFAULT_TIMEOUT_SEC))
         self.decoding = {"temperature": 0, "max_tokens": 2048} | {
             key: value for key, value in settings.items() if key not in CONTROL_SETTINGS
@@ -296,6 +332,8 @@ class LiteLLMAgent:
 
     def _api_key(self) -> str | None:
         if not self.api_key_env:
+            if self.transport == "direct":  # litellm reads the provider's usual variable itself
+                return os.environ.get(PROVIDER_KEY_VARIABLES[self.model.split("/", 1)[0]]) or None
             return None
         key = os.environ.get(self.api_key_env)
         if not key:
@@ -303,6 +341,14 @@ class LiteLLMAgent:
                 f"The environment variable {self.api_key_env} (the API key of {self.model}) is not set."
             )
         return key
+
+    def _complete(self, request: dict) -> Any:
+        if self.transport == "direct":
+            return openai_http.complete(request)
+        import litellm
+
+        litellm.suppress_debug_info = True
+        return litellm.completion(**request)
 
     def _request(self, messages: list[dict], tools: list[dict] | None) -> dict:
         request = {
@@ -329,9 +375,6 @@ class LiteLLMAgent:
         self.sleep(delay)
 
     def respond(self, messages: list[dict], *, tools: list[dict] | None = None) -> Reply:
-        import litellm
-
-        litellm.suppress_debug_info = True
         request = self._request(messages, tools)
         failed: list[FailedAttempt] = []
         delays = self.retry.delays()
@@ -339,7 +382,7 @@ class LiteLLMAgent:
         while True:
             started = time.monotonic()
             try:
-                response = litellm.completion(**request)
+                response = self._complete(request)
             except Exception as exc:  # every failure of the call is classified below
                 latency = (time.monotonic() - started) * 1000
                 failed.append(FailedAttempt(error=f"{type(exc).__name__}: {exc}", latency_ms=latency))
@@ -723,7 +766,7 @@ def build_agent(run, instance, *, retry: RetryPolicy | None = None) -> Agent:
         if model == BASELINE_RANDOM:
             return RandomAgent(visible, seed=int((run.settings or {}).get("seed", 0)))
         return HeuristicAgent(visible)
-    return LiteLLMAgent(
+    return ModelAgent(
         model=model,
         api_base=run.api_base,
         api_key_env=run.api_key_env,

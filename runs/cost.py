@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cache
 from decimal import Decimal
 
 MILLION = Decimal(1_000_000)
@@ -144,13 +145,26 @@ class Pricing:
         return _usd(Decimal(prompt_tokens or 0) * input_rate + Decimal(completion_tokens or 0) * output_rate)
 
 
-def litellm_rates(model: str) -> tuple[Decimal, Decimal] | None:
-    """The standard (input, output) USD-per-token rates of ``model`` in litellm's bundled map, or None."""
+@cache
+def litellm_model_info(model: str) -> dict | None:
+    """``model``'s entry in litellm's bundled model map, or None when the map does not list it.
+
+    The map is the one bundled with litellm, never fetched, so it is looked up once per model
+    (an unlisted model takes litellm a fraction of a millisecond to rule out, for every episode).
+    Callers must not change the entry.
+    """
     import litellm
 
     try:
-        info = litellm.get_model_info(model)
+        return litellm.get_model_info(model)
     except Exception:  # litellm raises its own and generic errors for a model it does not know
+        return None
+
+
+def litellm_rates(model: str) -> tuple[Decimal, Decimal] | None:
+    """The standard (input, output) USD-per-token rates of ``model`` in litellm's bundled map, or None."""
+    info = litellm_model_info(model)
+    if info is None:
         return None
     input_rate, output_rate = info.get("input_cost_per_token"), info.get("output_cost_per_token")
     if input_rate is None or output_rate is None:

@@ -41,6 +41,7 @@ from runs.loop import (
     allowed_tool_names,
     call_instance_tool,
     default_build_messages,
+    load_episode,
     registry_tool_specs,
     step_messages,
 )
@@ -49,7 +50,6 @@ from runs.services import append_step, create_run
 
 EXTERNAL_FAMILY = "external"
 KEY_PREFIX = "eegab_"
-EPISODE_RELATED = ("run__model", "instance__task", "instance__suite__release")
 
 
 class EnvironmentRefused(Exception):
@@ -190,7 +190,7 @@ def start_episode(*, run: Run, record_id: str = "") -> EpisodeStart:
             raise Conflict(f"Run {run.pk} has no pending episode left.")
     Run.objects.filter(pk=run.pk, status=Status.PENDING).update(status=Status.RUNNING, started_at=now)
 
-    episode = Episode.objects.select_related(*EPISODE_RELATED).get(pk=claimed)
+    episode = load_episode(claimed)
     instance = episode.instance
     # The prompt is built as the loop builds it; the agent is handed the specs of the allowed tools.
     specs = [] if instance.task.code == "T1" else registry_tool_specs()
@@ -274,7 +274,9 @@ def take_action(*, episode: Episode, action: dict) -> ActionResult:
 
     Raises Conflict for an episode that has not started, has ended, or is busy with another action.
     """
-    episode = Episode.objects.select_related(*EPISODE_RELATED).get(pk=episode.pk)
+    episode_id, episode = episode.pk, load_episode(episode.pk)
+    if episode is None:
+        raise Conflict(f"Episode {episode_id} no longer exists.")
     _claim_turn(episode)
     loop = _loop(episode)
     loop.resume()

@@ -18,7 +18,7 @@ Execution model
   and ``resume_run`` does the same for every stale, failed or cancelled episode of a run. A
   retried attempt replaces the earlier one (its steps are deleted,
   ``runs.services.reset_episode_for_retry``); it is never appended.
-- Provider errors are retried in one layer only (``runs.agents.LiteLLMAgent``); what is left
+- Provider errors are retried in one layer only (``runs.agents.ModelAgent``); what is left
   is an infrastructure failure: the episode fails, is not scored and can be resumed.
 - A run moves pending → running when its first episode is claimed (the loop), and ends
   (``finish_run``) once no episode is pending or running: cancelled if it was cancelled,
@@ -31,6 +31,7 @@ run on several workers can overshoot by at most one call per worker.
 """
 from __future__ import annotations
 
+import gc
 import logging
 import math
 import os
@@ -54,7 +55,7 @@ from benchmark.models import ModelSpec
 from benchmark.scoring import TASK_IDS, score_task
 from benchmark.scoring import overall as official_overall
 from runs.agents import BASELINES, build_agent, is_baseline
-from runs.loop import run_episode, score_prediction, scoring_item
+from runs.loop import load_episode, run_episode, score_prediction, scoring_item
 from runs.models import TOKEN_FIELDS, Episode, Run, Status, Step
 from runs.services import reset_episode_for_retry
 
@@ -322,6 +323,30 @@ def _agent_for(episode: Episode):
 
 # ── playing episodes ─────────────────────────────────────────────────────────────────────────
 
+_settled_pid: int | None = None
+
+
+def settle_process(*, model: str) -> None:
+    """Get this process ready to play episodes of ``model``, once per process.
+
+    The modules episodes use are imported (litellm for a model, whose import alone makes
+    about half a million objects), then everything allocated so far is moved out of the
+    garbage collector's sight (``gc.freeze``): these objects live as long as the process,
+    and a full collection walking them stops every episode thread of the process for a
+    quarter of a second.
+    """
+    global _settled_pid
+    if _settled_pid == os.getpid():
+        return
+    from runs.loop import registry_tool_specs
+
+    registry_tool_specs()
+    if not is_baseline(model):
+        import litellm  # noqa: F401
+    gc.freeze()
+    _settled_pid = os.getpid()
+
+
 
 def play_episode(*, episode_id: int, **loop_options) -> Episode | None:
     """Play one episode in this process, under a lease; recover it first if its worker died.
@@ -330,7 +355,7 @@ def play_episode(*, episode_id: int, **loop_options) -> Episode | None:
     is. ``loop_options`` go to ``runs.loop.run_episode`` (tests and benchmarks pass an
     agent or a tool runner). Returns None when the episode does not exist.
     """
-    episode = Episode.objects.select_related("run__model", "instance__task").filter(pk=episode_id).first()
+    episode = load_episode(episode_id)
     if episode is None:
         return None
     if episode.status == Status.RUNNING and recover_stale_episode(episode_id=episode_id):
@@ -339,7 +364,7 @@ def play_episode(*, episode_id: int, **loop_options) -> Episode | None:
         return episode
     loop_options.setdefault("agent", _agent_for(episode))
     with heartbeat.hold(episode_id):
-        return run_episode(episode_id=episode_id, **loop_options)
+        return run_episode(episode_id=episode_id, loaded=episode, **loop_options)
 
 
 def execute_episode(*, episode_id: int) -> str:
@@ -351,9 +376,11 @@ def execute_episode(*, episode_id: int) -> str:
     exists). An unexpected error of the loop (a platform bug) propagates, so that the queue
     records it.
     """
-    run_id = Episode.objects.filter(pk=episode_id).values_list("run_id", flat=True).first()
-    if run_id is None:
+    found = Episode.objects.filter(pk=episode_id).values_list("run_id", "run__model__provider_model").first()
+    if found is None:
         return "missing"
+    run_id, model = found
+    settle_process(model=model)
     try:
         episode = play_episode(episode_id=episode_id)
     finally:
@@ -420,7 +447,10 @@ def run_sync(
     loop (a platform bug) is passed to it rather than raised, and the other episodes go on.
     """
     run = Run.objects.select_related("model").get(pk=run_id)
+    settle_process(model=run.model.provider_model)
     ids = list(run.episodes.filter(status=Status.PENDING).order_by("id").values_list("id", flat=True))
+    if ids:  # started here once, rather than by each of the first episodes at once
+        Run.objects.filter(pk=run_id, status=Status.PENDING).update(status=Status.RUNNING, started_at=timezone.now())
     limit = (run.limits or {}).get("concurrency")
     workers = max(1, min(concurrency, int(limit) if limit else concurrency))
     if is_baseline(run.model.provider_model) or workers == 1:

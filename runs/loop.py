@@ -45,11 +45,10 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from django.db.models import Q
 from django.utils import timezone
 
 from benchmark.scoring import ScoringItem, score_task
-from runs import protocol
+from runs import protocol, statements
 from runs.agents import Agent, FailedAttempt, ProviderError, build_agent
 from runs.cost import TokenUsage, total_cost
 from runs.models import TOKEN_FIELDS, Episode, Run, Status, Step
@@ -171,6 +170,25 @@ def replay_messages(episode: Episode) -> list[dict]:
     return [message for step in steps for message in step_messages(step, native=native)]
 
 
+# ── loading an episode ───────────────────────────────────────────────────────────────────────
+
+# What the loop reads with an episode: its run and model, its instance with its task, and the
+# release root its recording lies under. The release's file manifest and descriptor (large JSON,
+# a row per file of the release) are of no use here and are left unread.
+EPISODE_RELATED = ("run__model", "instance__task", "instance__suite__release")
+EPISODE_DEFERRED = ("instance__suite__release__manifest", "instance__suite__release__descriptor")
+
+
+_episode_for_loop = statements.PreparedGet(
+    lambda: Episode.objects.select_related(*EPISODE_RELATED).defer(*EPISODE_DEFERRED)
+)
+
+
+def load_episode(episode_id: int) -> Episode | None:
+    """The episode with everything the loop reads of it, in one query; None when it does not exist."""
+    return _episode_for_loop(episode_id)
+
+
 # ── defaults of the loop's collaborators ─────────────────────────────────────────────────────
 
 
@@ -245,7 +263,14 @@ class _EpisodeLoop:
     """One attempt at an episode: the conversation, the counters, and the step record."""
 
     def __init__(
-        self, episode: Episode, *, agent: Agent, tool_runner, messages: list[dict], tool_specs: list[dict]
+        self,
+        episode: Episode,
+        *,
+        agent: Agent,
+        tool_runner,
+        messages: list[dict],
+        tool_specs: list[dict],
+        n_steps: int | None = None,
     ):
         self.episode = episode
         self.instance = episode.instance
@@ -260,7 +285,8 @@ class _EpisodeLoop:
             self.tools = [*allowed_specs, protocol.submit_tool_spec(self.instance.expected_output_schema)]
         self.opening = messages
         self.history: list[dict] = []
-        self.n_steps = episode.steps.count()  # the loop numbers the steps of the episode it claimed
+        # The loop numbers the steps of the episode it claimed; a fresh attempt has none yet.
+        self.n_steps = episode.steps.count() if n_steps is None else n_steps
         self.started = time.monotonic()
         self.n_turns = 0
         self.n_tool_calls = 0
@@ -273,7 +299,8 @@ class _EpisodeLoop:
 
     def record(self, kind: str, **fields) -> Step:
         """Append a step, add its messages to the conversation, and count its tokens and cost."""
-        step = append_step(episode=self.episode, kind=kind, index=self.n_steps, **fields)
+        step = Step(episode_id=self.episode.pk, index=self.n_steps, kind=kind, **fields)
+        statements.insert_step(step)
         self.n_steps += 1
         self.history.extend(step_messages(step, native=self.native))
         for name in TOKEN_FIELDS:
@@ -295,7 +322,7 @@ class _EpisodeLoop:
         }
 
     def save_progress(self) -> None:
-        Episode.objects.filter(pk=self.episode.pk, status=Status.RUNNING).update(**self.usage_fields())
+        statements.update_episode(self.episode.pk, self.usage_fields(), status=Status.RUNNING)
 
     def record_attempts(self, attempts: Sequence[FailedAttempt]) -> None:
         for number, attempt in enumerate(attempts, start=1):
@@ -373,7 +400,8 @@ class _EpisodeLoop:
             **(usage or TokenUsage()).as_fields(),
         )
         outcome = self.act(action)
-        self.save_progress()
+        if outcome is None:  # an ending turn's counters are saved with the outcome
+            self.save_progress()
         return outcome
 
     def turn_limit_reached(self) -> Outcome:
@@ -405,10 +433,7 @@ class _EpisodeLoop:
         return protocol.parse_text_action(reply.content, id_prefix=prefix)
 
     def stop_requested(self) -> Outcome | None:
-        cancelled = Episode.objects.filter(pk=self.episode.pk).filter(
-            Q(status=Status.CANCELLED) | Q(run__status=Status.CANCELLED)
-        )
-        if cancelled.exists():
+        if statements.is_cancelled(self.episode.pk):
             self.record(Kind.ERROR, error="the run was cancelled")
             return Outcome(Status.CANCELLED, EndedBy.CANCELLED)
         cap = self.limits.cap_reached(
@@ -552,23 +577,31 @@ class _EpisodeLoop:
 # ── the service ──────────────────────────────────────────────────────────────────────────────
 
 
-def _finish(loop: _EpisodeLoop | None, episode: Episode, outcome: Outcome) -> None:
+def _finish(loop: _EpisodeLoop | None, episode: Episode, outcome: Outcome) -> bool:
+    """Store how the episode ended, scored when it completed, and the run's new totals.
+
+    Returns whether the outcome was stored: not when the episode stopped being ours in between
+    (a reset or a cancel wins). When it was, ``episode`` holds the stored values too.
+    """
     scored = outcome.status == Status.COMPLETED
-    scores = score_prediction(episode.instance, outcome.prediction) if scored else {}
-    usage = loop.usage_fields() if loop is not None else {}
-    # One statement, and only while the episode is still ours (a reset or cancel in between wins).
-    Episode.objects.filter(pk=episode.pk, status=Status.RUNNING).update(
-        status=outcome.status,
-        ended_by=outcome.ended_by,
-        final_answer=outcome.final_answer,
-        prediction=outcome.prediction,
-        scores=scores,
-        error_kind=outcome.error_kind,
-        error_message=outcome.error_message,
-        finished_at=timezone.now(),
-        **usage,
-    )
-    Run.objects.get(pk=episode.run_id).refresh_totals()
+    values = {
+        "status": outcome.status,
+        "ended_by": outcome.ended_by,
+        "final_answer": outcome.final_answer,
+        "prediction": outcome.prediction,
+        "scores": score_prediction(episode.instance, outcome.prediction) if scored else {},
+        "error_kind": outcome.error_kind,
+        "error_message": outcome.error_message,
+        "finished_at": timezone.now(),
+        **(loop.usage_fields() if loop is not None else {}),
+    }
+    # One statement, and only while the episode is still ours.
+    stored = statements.update_episode(episode.pk, values, status=Status.RUNNING) == 1
+    if stored:
+        for name, value in values.items():
+            setattr(episode, name, value)
+    statements.refresh_run_totals(episode.run_id)
+    return stored
 
 
 def run_episode(
@@ -578,6 +611,7 @@ def run_episode(
     tool_runner: Callable[[Any, str, dict], dict] | None = None,
     build_messages: Callable[..., list[dict]] | None = None,
     tool_specs: Sequence[dict] | None = None,
+    loaded: Episode | None = None,
 ) -> Episode:
     """Play the pending episode ``episode_id`` to its end, record every step, and score it.
 
@@ -598,6 +632,8 @@ def run_episode(
         ``benchmark.prompts.build_messages``.
     tool_specs : sequence of dict, optional
         The tools' OpenAI function specs; defaults to the tool registry's.
+    loaded : Episode, optional
+        The episode as ``load_episode`` read it just before, which saves reading it again.
 
     Returns
     -------
@@ -605,14 +641,16 @@ def run_episode(
         The episode as stored at the end.
     """
     now = timezone.now()
-    claimed = Episode.objects.filter(id=episode_id, status=Status.PENDING).update(
-        status=Status.RUNNING, started_at=now
-    )
-    related = ("run__model", "instance__task", "instance__suite__release")
-    episode = Episode.objects.select_related(*related).get(pk=episode_id)
+    claimed = statements.update_episode(episode_id, {"status": Status.RUNNING, "started_at": now}, status=Status.PENDING)
     if claimed != 1:
+        episode = load_episode(episode_id)
+        if episode is None:
+            raise Episode.DoesNotExist(f"Episode {episode_id} does not exist.")
         return episode
-    Run.objects.filter(pk=episode.run_id, status=Status.PENDING).update(status=Status.RUNNING, started_at=now)
+    episode = loaded if loaded is not None and loaded.pk == episode_id else load_episode(episode_id)
+    episode.status, episode.started_at = Status.RUNNING, now
+    if episode.run.status == Status.PENDING:
+        Run.objects.filter(pk=episode.run_id, status=Status.PENDING).update(status=Status.RUNNING, started_at=now)
 
     loop = None
     try:
@@ -627,8 +665,9 @@ def run_episode(
             tool_runner=tool_runner or call_instance_tool,
             messages=messages,
             tool_specs=specs,
+            n_steps=0,  # a claimed attempt starts with no steps: a retry deletes the earlier attempt's
         )
-        _finish(loop, episode, loop.play())
+        stored = _finish(loop, episode, loop.play())
     except Exception as exc:
         kind = Episode.ErrorKind.TOOL_BUG if isinstance(exc, ToolBug) else ""
         details = traceback.format_exc()
@@ -636,5 +675,6 @@ def run_episode(
         message = f"{type(exc).__name__}: {exc}"
         _finish(loop, episode, Outcome(Status.FAILED, error_kind=kind, error_message=message))
         raise
-    episode.refresh_from_db()
+    if not stored:
+        episode.refresh_from_db()
     return episode

@@ -8,7 +8,7 @@ import hashlib
 from django.conf import settings as django_settings
 from django.core.validators import RegexValidator
 from django.db import models
-from django.db.models import Count, Q, Sum
+from django.db.models import Count, Q
 
 from benchmark.models import Instance, ModelSpec, Suite
 
@@ -106,23 +106,16 @@ class Run(Usage):
         return {status: counts.get(status, 0) for status in Status.values}
 
     def refresh_totals(self) -> None:
-        """Recompute token and cost totals from the episodes and save them.
+        """Recompute token and cost totals from the episodes, save them and read them back.
 
         The cost is unknown (``None``) as soon as one episode is unpriced: it used tokens without a
         cost, or it finished without any usage to price (an external agent reports none), so such a
         run shows "unpriced", never $0.
         """
-        # Aliases must differ from field names, or the filter below would refer to the sums.
-        unpriced = Q(cost_usd__isnull=True) & (Q(prompt_tokens__gt=0) | Q(status=Status.COMPLETED))
-        sums = self.episodes.aggregate(
-            n_unpriced=Count("id", filter=unpriced),
-            total_cost_usd=Sum("cost_usd"),
-            **{f"total_{name}": Sum(name) for name in TOKEN_FIELDS},
-        )
-        for name in TOKEN_FIELDS:
-            setattr(self, name, sums[f"total_{name}"] or 0)
-        self.cost_usd = None if sums["n_unpriced"] else sums["total_cost_usd"] or 0
-        self.save(update_fields=[*TOKEN_FIELDS, "cost_usd"])
+        from runs.statements import refresh_run_totals
+
+        refresh_run_totals(self.pk)
+        self.refresh_from_db(fields=[*TOKEN_FIELDS, "cost_usd"])
 
 
 class Episode(Usage):

@@ -6,7 +6,7 @@ Tests start it in a thread, queue the replies it should give, point litellm at
 queued reply is built by one of the helpers below: a text or native tool-call completion
 (with usage, cached and reasoning tokens, and ``reasoning_content``), an HTTP error, a
 context-overflow error, an empty ``choices`` list, a non-JSON body, or any of these after
-a delay.
+a delay or followed by the server hanging up.
 """
 import json
 import threading
@@ -100,6 +100,11 @@ def raw(body: bytes, *, status: int = 200, content_type: str = "application/json
     return {"status": status, "raw": body, "content_type": content_type}
 
 
+def hanging_up(reply: dict) -> dict:
+    """``reply``, after which the server closes the connection without saying so (as an idle timeout does)."""
+    return {**reply, "hang_up": True}
+
+
 def delayed(seconds: float, reply: dict) -> dict:
     """``reply``, sent only after ``seconds`` (for client timeouts)."""
     return {**reply, "delay": seconds}
@@ -180,6 +185,8 @@ class FakeLLM:
                     self.wfile.write(payload)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up waiting (a timeout test)
+                if reply.get("hang_up"):
+                    self.close_connection = True
 
             def log_message(self, format, *args):
                 pass

@@ -1,4 +1,4 @@
-"""The litellm adapter over real HTTP (a local fake server), its single retry layer, costs, and the baselines."""
+"""The model adapter over real HTTP (a local fake server), through litellm and directly; its single retry layer, costs, and the baselines."""
 import json
 from decimal import Decimal
 
@@ -7,11 +7,13 @@ import pytest
 from benchmark.models import ModelSpec
 from runs.agents import (
     HeuristicAgent,
-    LiteLLMAgent,
+    ModelAgent,
     ProviderError,
     RandomAgent,
     RetryPolicy,
+    TRANSPORTS,
     choose_protocol,
+    choose_transport,
     fitted_max_tokens,
     windows_per_call,
 )
@@ -40,14 +42,20 @@ def sleeps():
     return []
 
 
+@pytest.fixture(params=["litellm", "direct"])
+def transport(request):
+    """Every test of the adapter runs through litellm and through the direct OpenAI-format transport."""
+    return request.param
+
+
 @pytest.fixture
-def make_agent(server, sleeps):
+def make_agent(server, sleeps, transport):
     def make(*, settings=None, pricing=None, max_retries=3):
-        return LiteLLMAgent(
+        return ModelAgent(
             model="openai/fake-model",
             api_base=server.api_base,
             api_key_env="FAKE_LLM_KEY",
-            settings={"timeout_sec": 2, **(settings or {})},
+            settings={"timeout_sec": 2, "transport": transport, **(settings or {})},
             pricing=pricing,
             retry=RetryPolicy(max_retries=max_retries, base_delay_sec=0.01, max_delay_sec=0.04),
             sleep=sleeps.append,
@@ -162,6 +170,23 @@ def test_empty_and_non_json_bodies_are_retried_and_their_tokens_kept(server, mak
     assert reply.failed_attempts[1].usage is None
 
 
+def test_a_connection_the_server_closed_while_idle_is_replaced_without_a_retry(server, make_agent, sleeps):
+    server.add(fake_llm.hanging_up(fake_llm.text("first")), fake_llm.text("second"))
+    agent = make_agent()
+    assert agent.respond(MESSAGES).content == "first"
+    reply = agent.respond(MESSAGES)
+    assert reply.content == "second"
+    assert reply.failed_attempts == () and sleeps == []
+    assert len(server.requests) == 2
+
+
+def test_an_unreachable_server_is_a_provider_error_after_the_retries(make_agent, server, sleeps):
+    server.stop()
+    with pytest.raises(ProviderError) as raised:
+        make_agent(max_retries=2).respond(MESSAGES)
+    assert len(raised.value.attempts) == 3 and sleeps == [0.01, 0.02]
+
+
 def test_a_client_error_is_not_retried(server, make_agent, sleeps):
     server.add(fake_llm.http_error(401, "bad key"), fake_llm.text("unused"))
     with pytest.raises(ProviderError, match="bad key"):
@@ -222,6 +247,56 @@ def test_fitted_max_tokens(error, max_tokens, fitted):
 )
 def test_protocol_is_chosen_per_model_and_can_be_forced(model, requested, protocol):
     assert choose_protocol(model, requested) == protocol
+
+
+@pytest.mark.parametrize(
+    ("model", "api_base", "requested", "transport"),
+    [
+        ("openai/Qwen3-8B", "http://127.0.0.1:8001/v1", "auto", "direct"),
+        ("hosted_vllm/Qwen3-8B", "http://127.0.0.1:8001/v1", "auto", "direct"),
+        ("openai/gpt-4o", "https://gateway.example/v1", "auto", "litellm"),  # listed: litellm adapts its parameters
+        ("openai/Qwen3-8B", None, "auto", "litellm"),
+        ("anthropic/claude-sonnet-4-5", "https://gateway.example", "auto", "litellm"),
+        ("openai/Qwen3-8B", "http://127.0.0.1:8001/v1", "litellm", "litellm"),
+        ("openai/gpt-4o", "https://gateway.example/v1", "direct", "direct"),
+    ],
+)
+def test_transport_is_direct_only_for_self_hosted_openai_format_models(model, api_base, requested, transport):
+    assert choose_transport(model, api_base, requested) == transport
+
+
+def test_an_unknown_transport_is_refused():
+    with pytest.raises(ValueError, match="transport"):
+        choose_transport("openai/Qwen3-8B", "http://127.0.0.1:8001/v1", "grpc")
+
+
+def test_both_transports_send_the_same_request_and_read_the_same_reply(server, sleeps):
+    usage = fake_llm.usage(300, 40, cached=200, reasoning=7)
+    tools = [{"type": "function", "function": {"name": "compute_psd", "parameters": {"type": "object"}}}]
+    replies = []
+    for transport in TRANSPORTS:
+        server.add(
+            fake_llm.http_error(503),
+            fake_llm.tool_calls(("compute_psd", {"record_id": "rec-1"}), content="checking alpha", usage_body=usage),
+        )
+        agent = ModelAgent(
+            model="openai/fake-model",
+            api_base=server.api_base,
+            api_key_env="FAKE_LLM_KEY",
+            settings={"transport": transport, "tool_protocol": "native", "top_p": 0.5, "seed": 7},
+            retry=RetryPolicy(max_retries=1, base_delay_sec=0.01),
+            sleep=sleeps.append,
+        )
+        assert agent.transport == transport
+        reply = agent.respond(MESSAGES, tools=tools)
+        replies.append(
+            (reply.content, reply.tool_calls, reply.usage, reply.finish_reason, len(reply.failed_attempts))
+        )
+    through_litellm, direct = server.requests[1], server.requests[3]
+    assert direct == through_litellm
+    assert server.headers[3]["authorization"] == server.headers[1]["authorization"] == "Bearer sk-test-secret"
+    assert replies[0] == replies[1]
+    assert replies[0][2] == TokenUsage(300, 40, cache_read_tokens=200, reasoning_tokens=7)
 
 
 def test_an_unknown_protocol_is_refused():

@@ -8,6 +8,7 @@ import pytest
 
 from benchmark.models import ModelSpec
 from benchmark.prompts import OFFICIAL_TOOLS
+from runs.agents import TRANSPORTS
 from runs.loop import ToolBug, replay_messages, run_episode
 from runs.models import Episode, Run, Status, Step
 from runs.protocol import BUDGET_STUB, INVALID_TEXT_ACTION_NUDGE, SUBMIT_TOOL_NAME, TOOL_BUDGET_NUDGE
@@ -102,7 +103,7 @@ _names = itertools.count()
 
 @pytest.fixture
 def make_run(official_suite, server):
-    def make(task="T2", *, protocol="text", limits=None, **prices):
+    def make(task="T2", *, protocol="text", transport="auto", limits=None, **prices):
         name = f"fake model {next(_names)}"
         model = ModelSpec.objects.create(name=name, provider_model="openai/fake-model", **prices)
         return create_run(
@@ -111,7 +112,8 @@ def make_run(official_suite, server):
             tasks=[task],
             api_base=server.api_base,
             api_key_env="FAKE_LLM_KEY",
-            settings={"temperature": 0, "max_tokens": 2048, "tool_protocol": protocol, "timeout_sec": 2},
+            settings={"temperature": 0, "max_tokens": 2048, "tool_protocol": protocol, "transport": transport,
+                      "timeout_sec": 2},  # fmt: skip
             limits=limits or {},
         )
 
@@ -144,14 +146,15 @@ def assert_replay_matches_what_was_sent(episode, server):
 # ── text protocol ────────────────────────────────────────────────────────────────────────────
 
 
-def test_text_episode_is_recorded_step_by_step_scored_and_replayable(make_run, server):
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_text_episode_is_recorded_step_by_step_scored_and_replayable(make_run, server, transport):
     server.add(
         fake_llm.text(tool_call(), reasoning="check the recording first",
                       usage_body=fake_llm.usage(100, 20, cached=50, cache_write=5, reasoning=3)),
         fake_llm.text(t2_answer(), usage_body=fake_llm.usage(200, 30)),
     )  # fmt: skip
     tools = Tools()
-    episode = play(make_run(), tools=tools)
+    episode = play(make_run(transport=transport), tools=tools)
 
     assert episode.status == Status.COMPLETED
     assert episode.ended_by == Episode.EndedBy.FINAL_ANSWER
@@ -290,14 +293,15 @@ def test_a_memory_update_is_acknowledged_in_the_conversation(make_run, server):
 # ── native protocol ──────────────────────────────────────────────────────────────────────────
 
 
-def test_native_episode_runs_three_calls_a_turn_and_answers_the_rest_with_a_stub(make_run, server):
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_native_episode_runs_three_calls_a_turn_and_answers_the_rest_with_a_stub(make_run, server, transport):
     four = [("compute_psd", {"record_id": "rec-t2-7f3a", "tmin": t}) for t in range(4)]
     answer = {"classification": "ocular_contaminated", "findings": []}
     server.add(
         fake_llm.tool_calls(*four, content="Four windows."), fake_llm.tool_calls((SUBMIT_TOOL_NAME, answer))
     )
     tools = Tools()
-    episode = play(make_run(protocol="native"), tools=tools)
+    episode = play(make_run(protocol="native", transport=transport), tools=tools)
 
     first = server.requests[0]
     assert [tool["function"]["name"] for tool in first["tools"]] == [

@@ -58,6 +58,12 @@ class Command(BaseCommand):
         parser.add_argument("--api-base", default="", help="base URL of an OpenAI-compatible server")
         parser.add_argument("--api-key-env", default="", help="NAME of the environment variable holding the key")
         parser.add_argument("--tool-protocol", choices=["auto", "native", "text"], help="default: auto")
+        parser.add_argument(
+            "--transport",
+            choices=["auto", "litellm", "direct"],
+            help="how model calls go out: through litellm, or straight to an OpenAI-compatible --api-base "
+            "(default auto: direct for a self-hosted model litellm does not list)",
+        )
         parser.add_argument("--suite", help=f"suite name (default: {DEFAULT_SUITE})")
         parser.add_argument("--tasks", help="comma-separated task codes, e.g. T2,T5 (default: every task of the suite)")
         parser.add_argument("--limit", type=int, help="at most this many instances per task (a smoke run)")
@@ -82,8 +88,9 @@ class Command(BaseCommand):
             raise CommandError(f"The environment variable {key_env} (named by --api-key-env) is not set.")
 
         settings = default_decoding_settings()
-        if options["tool_protocol"]:
-            settings["tool_protocol"] = options["tool_protocol"]
+        for option in ("tool_protocol", "transport"):
+            if options[option]:
+                settings[option] = options[option]
         limits = {"concurrency": options["concurrency"]}
         for option in ("requests_per_minute", "tokens_per_minute"):
             if options[option] is not None:
