@@ -121,6 +121,19 @@ class Release(models.Model):
     def __str__(self) -> str:
         return f"{self.name} {self.version}"
 
+    # A row per file of the release, and benchmark.json verbatim: what imports and exports need,
+    # and no page or episode. Large for the official release, so left unread where a release is
+    # loaded along with something else.
+    FILE_LIST_FIELDS = ("manifest", "descriptor")
+
+    @classmethod
+    def unread(cls, path: str) -> list[str]:
+        """The ``defer()`` lookups that leave the file list of the release at ``path`` unread.
+
+        ``path`` is the lookup that reaches the release, e.g. ``"instance__suite__release"``.
+        """
+        return [f"{path}__{name}" for name in cls.FILE_LIST_FIELDS]
+
     @staticmethod
     def checksum_of(manifest: dict) -> str:
         """Return the sha256 of ``manifest`` in canonical JSON, so equal manifests give equal checksums."""

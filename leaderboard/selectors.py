@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from django.db.models import Count, Q, QuerySet
 
-from benchmark.models import OFFICIAL_TASKS, Instance, ModelSpec, Suite, Task
+from benchmark.models import OFFICIAL_TASKS, Instance, ModelSpec, Release, Suite, Task
 from benchmark.prompts import OFFICIAL_TOOLS
 from benchmark.scoring import PRIMARY_METRIC, SECONDARY_METRICS, TASK_IDS
 from benchmark.scoring.classification import INVALID, REFERENCE_CLASSES
@@ -762,7 +762,7 @@ def run_list(*, suite: str | None = None, status: str | None = None, model: str 
 
     Annotations: ``n_episodes`` and ``n_<status>`` for every status (one query per page).
     """
-    queryset = Run.objects.select_related("model", "suite__release").annotate(
+    queryset = Run.objects.select_related("model", "suite__release").defer(*Release.unread("suite__release")).annotate(
         n_episodes=Count("episodes"),
         **{f"n_{value}": Count("episodes", filter=Q(episodes__status=value)) for value in Status.values},
     )
@@ -846,7 +846,7 @@ def run_detail(*, run_id: int) -> RunDetail:
 
     Raises ``Run.DoesNotExist``.
     """
-    run = Run.objects.select_related("model", "suite__release").get(pk=run_id)
+    run = Run.objects.select_related("model", "suite__release").defer(*Release.unread("suite__release")).get(pk=run_id)
     summary = refresh_run_summary(run)
     episodes = [
         EpisodeRow(
@@ -885,9 +885,11 @@ class EpisodeDetail:
 
 def episode_detail(*, episode_id: int) -> EpisodeDetail:
     """One episode and all its steps in order, in two queries. Raises ``Episode.DoesNotExist``."""
-    episode = Episode.objects.select_related(
-        "run__model", "run__suite__release", "instance__task"
-    ).get(pk=episode_id)
+    episode = (
+        Episode.objects.select_related("run__model", "run__suite__release", "instance__task")
+        .defer(*Release.unread("run__suite__release"))
+        .get(pk=episode_id)
+    )
     steps = list(Step.objects.filter(episode=episode).order_by("index"))
     score = item_score(episode.instance.task.code, episode.scores or {})
     return EpisodeDetail(episode=episode, steps=steps, score=score)

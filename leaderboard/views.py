@@ -22,7 +22,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST, require_safe
 
-from benchmark.models import Task
+from benchmark.models import Release, Task
 from benchmark.scoring import PRIMARY_METRIC
 from benchmark.scoring.hypnogram import align, expand_rle
 from benchmark.scoring.seizure import parse_raw_events
@@ -292,7 +292,10 @@ def analysis(request: HttpRequest) -> HttpResponse:
 
 
 def _episode(pk: int) -> Episode:
-    return get_object_or_404(with_outcome(Episode.objects.select_related(*EPISODE_RELATED)), pk=pk)
+    episodes = Episode.objects.select_related(*EPISODE_RELATED).defer(
+        *Release.unread("run__suite__release"), *Release.unread("instance__suite__release")
+    )
+    return get_object_or_404(with_outcome(episodes), pk=pk)
 
 
 def _tool_status(step: Step) -> str:
@@ -475,7 +478,11 @@ def result_tables(content: dict) -> list[dict]:
 def episode_signal(request: HttpRequest, pk: int, index: int) -> JsonResponse:
     """The signal one tool call covered, decimated, as plotly figures (and windowed features over time)."""
     step = get_object_or_404(
-        Step.objects.select_related("episode__instance__suite__release"), episode_id=pk, index=index
+        Step.objects.select_related("episode__instance__suite__release").defer(
+            *Release.unread("episode__instance__suite__release")
+        ),
+        episode_id=pk,
+        index=index,
     )
     if not is_signal_step(step):
         raise Http404("This step is not a tool call that read the signal.")
@@ -623,7 +630,8 @@ def _filtered_episodes(run: Run, form: EpisodeFilterForm):
 @require_safe
 def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """A run: live progress, per-task metrics, and its episodes, filterable and searchable."""
-    run = get_object_or_404(Run.objects.select_related("model", "suite__release", "created_by"), pk=pk)
+    runs = Run.objects.select_related("model", "suite__release", "created_by").defer(*Release.unread("suite__release"))
+    run = get_object_or_404(runs, pk=pk)
     references = references_visible(request)
     form = EpisodeFilterForm(request.GET or None, ended_by_choices=Episode.EndedBy.choices)
     if not references:

@@ -47,6 +47,7 @@ from typing import Any
 
 from django.utils import timezone
 
+from benchmark.models import Release
 from benchmark.scoring import ScoringItem, score_task
 from runs import protocol, statements
 from runs.agents import Agent, FailedAttempt, ProviderError, build_agent
@@ -173,10 +174,9 @@ def replay_messages(episode: Episode) -> list[dict]:
 # ── loading an episode ───────────────────────────────────────────────────────────────────────
 
 # What the loop reads with an episode: its run and model, its instance with its task, and the
-# release root its recording lies under. The release's file manifest and descriptor (large JSON,
-# a row per file of the release) are of no use here and are left unread.
+# release root its recording lies under (not the release's file list).
 EPISODE_RELATED = ("run__model", "instance__task", "instance__suite__release")
-EPISODE_DEFERRED = ("instance__suite__release__manifest", "instance__suite__release__descriptor")
+EPISODE_DEFERRED = tuple(Release.unread("instance__suite__release"))
 
 
 _episode_for_loop = statements.PreparedGet(

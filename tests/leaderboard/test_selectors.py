@@ -375,6 +375,19 @@ def test_episode_detail_gives_the_steps_in_order_and_the_score(board):
     assert detail.score == (1.0 if episode.scores["correct"] else 0.0)
 
 
+def test_pages_leave_the_release_file_list_unread(board):
+    """A release's manifest has a row per file (over a thousand for the official release); no page shows it."""
+    file_list = {"manifest", "descriptor"}
+    episode = board.strong.episodes.first()
+    releases = [
+        selectors.run_list().first().suite.release,
+        selectors.run_detail(run_id=board.strong.pk).run.suite.release,
+        selectors.episode_detail(episode_id=episode.pk).episode.run.suite.release,
+    ]
+    for release in releases:
+        assert release.get_deferred_fields() == file_list
+
+
 def test_paper_cost_is_free_for_baselines_and_the_formula_for_priced_models(db):
     baseline = ModelSpec.objects.create(name="Heuristic", provider_model="baseline/heuristic")
     priced = model_spec("Priced", input_price_per_mtok=Decimal("2"), output_price_per_mtok=Decimal("10"))
