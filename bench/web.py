@@ -43,6 +43,8 @@ def configure(database: Path) -> None:
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
+    # Production storage serves the collected, hashed static files (as `manage.py collectstatic` makes them).
+    call_command("collectstatic", interactive=False, verbosity=0)
 
 
 def seed_models(suite, first: int, count: int) -> list:
@@ -113,14 +115,14 @@ def measure(urls: dict[str, str], repeat: int) -> dict[str, dict]:
     client = Client()
     results = {}
     for label, url in urls.items():
-        response = client.get(url)
+        response = client.get(url, secure=True)  # as deployed: with DEBUG off, plain HTTP is redirected
         if response.status_code != 200:
-            raise SystemExit(f"{label} {url}: HTTP {response.status_code}")
+            raise SystemExit(f"{label} {url}: HTTP {response.status_code} {response.get('Location', '')}")
         times, queries = [], []
         for _ in range(repeat):
             with CaptureQueriesContext(connection) as captured:
                 started = time.perf_counter()
-                response = client.get(url)
+                response = client.get(url, secure=True)
                 times.append((time.perf_counter() - started) * 1000)
             queries.append(len(captured))
         results[label] = {
