@@ -309,6 +309,8 @@ class EdfRecording:
         not_stim = [i for i in range(len(signals)) if i not in self._stim]
         rate_channels = not_stim or list(range(len(signals)))  # stim channels only: they set the rate
         self.sfreq = float(samples[rate_channels].max() * 1.0 / duration)
+        if self.sfreq <= 0:
+            raise EdfError("Not an EDF file: its signal channels have no samples in a data record.")
         self.samples_per_record = int(samples.max())
         self.n_times = int(n_records * self.samples_per_record)
         self.highpass, self.lowpass = _filters(header, not_stim, self.sfreq)

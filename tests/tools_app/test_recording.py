@@ -445,6 +445,7 @@ def test_fif_matches_mne(tmp_path):
         ("garbage.edf", b"0" * 100, "Not an EDF file"),
         ("garbage.edf", b"x" * 600, "Not an EDF file"),
         ("header_only.edf", edf_header(["A"], [10], n_records=3), "no complete data record"),
+        ("no_rate.edf", edf_header(["A", "Status"], [0, 10], n_records=2) + bytes(40), "no samples in a data record"),
         ("bad.txt", b"12\nabc\n", "could not be read"),
         ("cube.npy", None, "could not be read"),
         ("broken.set", b"not a mat file", "could not be read"),
