@@ -263,12 +263,10 @@ def _json_line(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":")) + "\n"
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
+def file_sha256(path: Path) -> str:
+    """The SHA-256 of a file's bytes, in hex, read in blocks."""
     with path.open("rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def _check_data_name(candidate: Candidate) -> None:
@@ -354,7 +352,7 @@ def _write_task(task_id: str, candidates: Sequence[Candidate], root: Path) -> _T
             runtime_records.append({"record_id": record_id, "data_path": data_path})
             files.manifest.append(_json_line({
                 "display_id": record_id, "scenario_id": candidate.scenario_id, "data_path": data_path,
-                "size_bytes": target.stat().st_size, "sha256": _sha256(target),
+                "size_bytes": target.stat().st_size, "sha256": file_sha256(target),
             }))
         files.scenarios.append(_json_line({
             "scenario_id": candidate.scenario_id,
@@ -394,9 +392,12 @@ def _existing_release(out_dir: Path) -> dict[str, Any] | None:
             raise BuildError(f"{out_dir} is neither empty nor a release directory; choose another --out")
         return None
     try:
-        return json.loads(description.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
+        existing = json.loads(description.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise BuildError(f"{description}: not a readable benchmark description ({exc})") from None
+    if not isinstance(existing, dict):
+        raise BuildError(f"{description}: not a benchmark description (a JSON object), but {type(existing).__name__}")
+    return existing
 
 
 def _carry_over_task(task_id: str, old_root: Path, new_root: Path) -> _TaskFiles:

@@ -186,6 +186,16 @@ def test_refuses_a_non_empty_directory_that_is_not_a_release(tmp_path):
     assert sorted(path.name for path in tmp_path.iterdir()) == ["notes.txt"]
 
 
+@pytest.mark.parametrize("content", ["[1, 2]", '"a release"', "\xff\xfe", "{broken"])
+def test_refuses_a_benchmark_description_that_is_not_a_json_object(tmp_path, content):
+    description = tmp_path / "benchmark" / "benchmark.json"
+    description.parent.mkdir()
+    description.write_bytes(content.encode("latin-1"))
+    with pytest.raises(BuildError, match="benchmark description"):
+        write_release([bonn_like(1)], tmp_path, name="n", version="v", synthetic=False)
+    assert description.read_bytes() == content.encode("latin-1")
+
+
 def test_whitelist_is_the_official_one():
     assert METADATA_WHITELIST == {
         "channels", "channel_names", "eeg_channels", "n_channels", "sampling_rate", "n_samples", "duration_sec",
