@@ -18,12 +18,13 @@ the scenario ids carry the labels (REFERENCE §5.1) and are never shown to an ag
 
 from __future__ import annotations
 
-import hashlib
+import contextlib
 import json
 import os
 import re
 import secrets
 import shutil
+import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -32,6 +33,7 @@ from typing import Any
 from django.db import transaction
 from django.utils.text import slugify
 
+from benchmark.builders.base import file_sha256
 from benchmark.models import Instance, Release, Suite, Task
 from benchmark.prompts import OFFICIAL_TOOLS, prompt_metadata
 from benchmark.scoring.official import TASK_IDS
@@ -160,6 +162,8 @@ def _by_scenario(lines: list[_Line], problems: list[str]) -> dict[str, _Line]:
         scenario_id = line.value.get("scenario_id")
         if not isinstance(scenario_id, str) or not scenario_id:
             problems.append(f"{line.where}: missing or empty \"scenario_id\"")
+        elif len(scenario_id) > _longest("scenario_id"):
+            problems.append(f"{line.where}: \"scenario_id\" is longer than {_longest('scenario_id')} characters")
         elif scenario_id in found:
             first = found[scenario_id].number
             problems.append(f"{line.where}: scenario {scenario_id} already appears on line {first}")
@@ -229,6 +233,8 @@ def _check_scenario(line: _Line, task: str, known_tools: set[str], problems: lis
         problems.append(f"{where}: a {task} scenario needs exactly one record, found {records!r:.60}")
     elif not isinstance(records[0], dict) or not isinstance(records[0].get("record_id"), str):
         problems.append(f"{where}: the record needs a \"record_id\"")
+    elif len(records[0]["record_id"]) > _longest("release_record_id"):
+        problems.append(f"{where}: the \"record_id\" is longer than {_longest('release_record_id')} characters")
     elif not isinstance(records[0].get("metadata", {}), dict):
         problems.append(f"{where}: the record's \"metadata\" must be a JSON object")
     return len(problems) == before
@@ -388,14 +394,6 @@ def _check_data_file(root: Path, candidate: _Candidate, skip_missing: bool, prob
 
 # ── the release's identity ──────────────────────────────────────────────────────────────────
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def release_manifest(root: Path) -> dict[str, dict]:
     """Relative path → {"size"[, "sha256"]} for every file of the release's trees.
 
@@ -412,7 +410,7 @@ def release_manifest(root: Path) -> dict[str, dict]:
                 path = Path(directory) / name
                 entry = {"size": path.stat().st_size}
                 if tree == "benchmark":
-                    entry["sha256"] = _sha256(path)
+                    entry["sha256"] = file_sha256(path)
                 manifest[path.relative_to(root).as_posix()] = entry
     return manifest
 
@@ -427,12 +425,17 @@ def new_record_id(taken: set[str]) -> str:
             return record_id
 
 
+def _longest(field: str) -> int:
+    """How many characters the instance's ``field`` holds."""
+    return Instance._meta.get_field(field).max_length
+
+
 def _subject(task: str, scenario_id: str) -> str:
     if task == "T5":
-        return subject_of(scenario_id)
+        return subject_of(scenario_id)[: _longest("subject")]
     pattern = _SUBJECT_PATTERNS.get(task)
     match = pattern.search(scenario_id) if pattern else None
-    return match.group(1) if match else ""
+    return match.group(1)[: _longest("subject")] if match else ""
 
 
 def _release_for(root: Path, descriptor: dict, descriptor_text: str, manifest: dict) -> Release:
@@ -663,21 +666,55 @@ def export_release(*, suite: Suite, out_dir: str | Path, with_data: bool = False
         source = Path(suite.release.source)
         problems += [f"{source / path}: recording missing" for path in recordings if not (source / path).is_file()]
         targets += recordings
-    problems += [f"{out / target}: already exists" for target in targets if (out / target).exists()]
+    if out.exists() and not out.is_dir():
+        problems.append(f"{out}: exists and is not a directory")
+    else:
+        problems += [f"{out / target}: already exists" for target in targets if (out / target).exists()]
     if problems:
         raise ReleaseError(problems)
 
-    written = []
-    for relative, lines in files.items():
-        _write_lines(out / relative, lines)
-        written.append(out / relative)
-    if suite.release.descriptor:
-        (out / DESCRIPTOR).parent.mkdir(parents=True, exist_ok=True)
-        (out / DESCRIPTOR).write_bytes(suite.release.descriptor.encode("utf-8"))
-        written.append(out / DESCRIPTOR)
-    if with_data:
-        for relative in recordings:
-            (out / relative).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(Path(suite.release.source) / relative, out / relative)
-            written.append(out / relative)
-    return written
+    # Everything is written beside ``out`` first and moved in once complete, so that a failure
+    # (a full disk, an unreadable recording) leaves ``out`` as it was.
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.export.", dir=out.parent))
+    try:
+        for relative, lines in files.items():
+            _write_lines(staging / relative, lines)
+        if suite.release.descriptor:
+            (staging / DESCRIPTOR).parent.mkdir(parents=True, exist_ok=True)
+            (staging / DESCRIPTOR).write_bytes(suite.release.descriptor.encode("utf-8"))
+        if with_data:
+            for relative in recordings:
+                (staging / relative).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(Path(suite.release.source) / relative, staging / relative)
+        _move_into(staging, out, targets)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return [out / relative for relative in targets]
+
+
+def _move_into(staging: Path, out: Path, relatives: list[str]) -> None:
+    """Move the files ``relatives`` from ``staging`` to the same places under ``out``, all or none."""
+    if not out.exists():
+        staging.chmod(0o755)  # mkdtemp makes it private
+        staging.rename(out)
+        return
+    moved: list[Path] = []
+    made: list[Path] = []
+    try:
+        for relative in relatives:
+            parts = PurePosixPath(relative).parts
+            for depth in range(1, len(parts)):
+                directory = out.joinpath(*parts[:depth])
+                if not directory.exists():
+                    directory.mkdir()
+                    made.append(directory)
+            (staging / relative).rename(out / relative)
+            moved.append(out / relative)
+    except OSError:
+        for target in moved:
+            target.unlink(missing_ok=True)
+        for directory in reversed(made):
+            with contextlib.suppress(OSError):
+                directory.rmdir()
+        raise

@@ -4,6 +4,7 @@ import hashlib
 import io
 import json
 import re
+import shutil
 
 import pytest
 from django.core.management import call_command
@@ -167,6 +168,8 @@ MALFORMED = [
      "benchmark/scenarios/T1.jsonl:2: \"task_id\" is 'T2', expected 'T1'", ""),
     ("answer_keys/T1.jsonl", lambda n, line: line.replace("k0_medmcqa_", "k0_other_") if n == 1 else line,
      "benchmark/answer_keys/T1.jsonl:1: scenario k0_other_", "is not in benchmark/scenarios/T1.jsonl"),
+    ("scenarios/T1.jsonl", lambda n, line: line.replace("k0_medmcqa_", "k0_" + "x" * 200) if n == 4 else line,
+     "benchmark/scenarios/T1.jsonl:4: \"scenario_id\" is longer than 200 characters", ""),
 ]
 
 
@@ -177,6 +180,19 @@ def test_malformed_release_is_refused_with_file_and_line(t1_release, relative, e
         import_release(path=t1_release)
     matching = [p for p in caught.value.problems if p.startswith(starts) and contains in p]
     assert matching, caught.value.problems
+    assert nothing_imported()
+
+
+def test_a_record_id_too_long_to_store_is_refused(bonn_release):
+    long_id = "EEG_" + "9" * 70
+    for relative in ("scenarios/T3.jsonl", "runtime/T3.jsonl"):
+        edit_lines(bonn_release / "benchmark" / relative,
+                   lambda n, line: line.replace('"record_id":"EEG_0002"', f'"record_id":"{long_id}"'))  # fmt: skip
+    with pytest.raises(ReleaseError) as caught:
+        import_release(path=bonn_release, skip_missing=True)
+    assert caught.value.problems == [
+        'benchmark/scenarios/T3.jsonl:1: the "record_id" is longer than 64 characters'
+    ]
     assert nothing_imported()
 
 
@@ -444,6 +460,46 @@ def test_export_never_overwrites_existing_files(t1_release, tmp_path):
         run("export_release", suite.name, "--out", str(tmp_path / "out"))
     assert (tmp_path / "out/benchmark/scenarios/T1.jsonl").read_text() == "mine"
     assert not (tmp_path / "out/benchmark/runtime").exists()
+
+
+@pytest.mark.parametrize("into_existing", [False, True])
+def test_an_export_that_fails_midway_leaves_nothing_behind(bonn_release, tmp_path, monkeypatch, into_existing):
+    suite = import_release(path=bonn_release, skip_missing=True).suite
+    exports = tmp_path / "exports"
+    out = exports / "out"
+    if into_existing:
+        (out / "benchmark").mkdir(parents=True)
+        (out / "notes.txt").write_text("mine")
+    copies, copy = [], shutil.copyfile
+
+    def copy_until_the_disk_is_full(source, target):
+        if copies:
+            raise OSError(28, "No space left on device")
+        copies.append(copy(source, target))
+
+    monkeypatch.setattr("benchmark.releases.shutil.copyfile", copy_until_the_disk_is_full)
+    with pytest.raises(OSError, match="No space left"):
+        export_release(suite=suite, out_dir=out, with_data=True)
+    left = sorted(str(path.relative_to(exports)) for path in exports.rglob("*"))
+    assert left == (["out", "out/benchmark", "out/notes.txt"] if into_existing else [])
+
+
+def test_an_export_into_an_existing_directory_adds_its_files(bonn_release, tmp_path):
+    suite = import_release(path=bonn_release, skip_missing=True).suite
+    out = tmp_path / "exports" / "out"
+    out.mkdir(parents=True)
+    (out / "notes.txt").write_text("mine")
+    written = export_release(suite=suite, out_dir=out, with_data=True)
+    assert all(path.is_file() for path in written) and (out / "data/bonn/S/S001.txt").is_file()
+    assert (out / "notes.txt").read_text() == "mine"
+    assert [path.name for path in out.parent.iterdir()] == ["out"]  # no staging left beside it
+
+
+def test_an_export_onto_a_file_is_refused(t1_release, tmp_path):
+    suite = import_release(path=t1_release).suite
+    (tmp_path / "out").write_text("a file")
+    with pytest.raises(ReleaseError, match="not a directory"):
+        export_release(suite=suite, out_dir=tmp_path / "out")
 
 
 def test_export_of_an_unknown_suite_names_the_problem():
