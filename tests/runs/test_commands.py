@@ -95,6 +95,9 @@ def test_model_spec_is_created_once_and_named_after_the_model_string(demo):
         (["--concurrency", "0"], "--concurrency must be a positive whole number"),
         (["--api-key-env", "sk-123"], "environment variable"),
         (["--api-key-env", "EEGAB_TEST_UNSET_KEY"], "EEGAB_TEST_UNSET_KEY (named by --api-key-env) is not set"),
+        (["--model-name", "M" * 101], "name: Ensure this value has at most 100 characters"),
+        (["--run-name", "R" * 201], "Ensure this value has at most 200 characters"),
+        (["--transport", "grpc"], "invalid choice: 'grpc'"),
     ],
 )
 def test_run_benchmark_errors_are_command_errors(demo, arguments, message):
@@ -104,7 +107,7 @@ def test_run_benchmark_errors_are_command_errors(demo, arguments, message):
         base = base[2:]
     with pytest.raises(CommandError, match=re.escape(message)):
         run_command("run_benchmark", *base, *arguments)
-    assert not Run.objects.exists()
+    assert not Run.objects.exists() and not ModelSpec.objects.exists()
 
 
 def test_without_suite_the_demo_suite_is_required():

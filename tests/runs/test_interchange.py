@@ -441,6 +441,19 @@ def test_import_errors_are_command_errors(suite, tmp_path, arguments, message):
         call_command("import_official_run", *[a.format(dir=tmp_path) for a in arguments], stderr=StringIO())
 
 
+@pytest.mark.parametrize(("options", "message"), [
+    (["--model", "M" * 101], "name: Ensure this value has at most 100 characters"),
+    (["--model", "GPT-X", "--run-name", "R" * 201], "at most 200 fit"),
+])  # fmt: skip
+def test_names_too_long_to_store_are_refused_and_nothing_is_kept(suite, tmp_path, options, message):
+    instance = suite.instances.get(task__code="T2")
+    rows, events = official_rows_and_events(instance)
+    write_official_task_dir(tmp_path / "T2", instance, rows=rows, events=events)
+    with pytest.raises(CommandError, match=message):
+        call_command("import_official_run", str(tmp_path), "--suite", "tiny", *options, stderr=StringIO())
+    assert not Run.objects.exists() and not ModelSpec.objects.exists()
+
+
 def test_export_command_writes_the_official_layout(demo, tmp_path):
     run = baseline_run(demo, limit=1)
     out = StringIO()

@@ -6,6 +6,7 @@ from django.db import transaction
 
 from benchmark.models import ModelSpec, Suite
 from runs.interchange import InterchangeError, import_official_run
+from runs.execution import new_model_spec
 from runs.management.console import report
 
 
@@ -31,11 +32,10 @@ class Command(BaseCommand):
             raise CommandError(f"{path} is not a directory.")
         try:
             with transaction.atomic():  # a failed import leaves no new model behind either
-                model, _ = ModelSpec.objects.get_or_create(
-                    name=options["model"], defaults={"provider_model": options["model"]}
-                )
+                name = options["model"]
+                model = ModelSpec.objects.filter(name=name).first() or new_model_spec(name=name, provider_model=name)
                 run = import_official_run(path=path, suite=suite, model=model, name=options["run_name"])
-        except InterchangeError as exc:
+        except (InterchangeError, ValueError) as exc:
             raise CommandError(str(exc)) from None
         self.stderr.write(f"Imported {run.episodes.count()} result(s) from {path} as run {run.pk}.")
         report(self, run, as_json=options["json"])

@@ -3,6 +3,7 @@ import os
 
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
 
 from benchmark.models import Suite
 from benchmark.scoring import TASK_IDS
@@ -79,10 +80,6 @@ class Command(BaseCommand):
             positive(options[option], "--" + option.replace("_", "-"))
         suite = resolve_suite(options["suite"])
         tasks = resolve_tasks(options["tasks"], suite)
-        try:
-            model = execution.model_spec_for(options["model"], name=options["model_name"])
-        except ValueError as exc:
-            raise CommandError(str(exc)) from None
         key_env = options["api_key_env"]
         if key_env and options["sync"] and not os.environ.get(key_env):
             raise CommandError(f"The environment variable {key_env} (named by --api-key-env) is not set.")
@@ -96,17 +93,19 @@ class Command(BaseCommand):
             if options[option] is not None:
                 limits[option] = options[option]
         try:
-            run = create_run(
-                suite=suite,
-                model=model,
-                tasks=tasks,
-                name=options["run_name"],
-                limit=options["limit"],
-                api_base=options["api_base"],
-                api_key_env=key_env,
-                settings=settings,
-                limits=limits,
-            )
+            with transaction.atomic():  # a refused run leaves no new model behind either
+                model = execution.model_spec_for(options["model"], name=options["model_name"])
+                run = create_run(
+                    suite=suite,
+                    model=model,
+                    tasks=tasks,
+                    name=options["run_name"],
+                    limit=options["limit"],
+                    api_base=options["api_base"],
+                    api_key_env=key_env,
+                    settings=settings,
+                    limits=limits,
+                )
         except ValidationError as exc:
             raise CommandError("; ".join(exc.messages)) from None
         except ValueError as exc:
