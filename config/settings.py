@@ -92,7 +92,7 @@ def database_config(url: str, *, sqlite_path: Path) -> dict:
             conn_health_checks=True,
         )
     return {
-        "ENGINE": "django.db.backends.sqlite3",
+        "ENGINE": "config.sqlite",  # Django's, with a pool of open connections
         "NAME": sqlite_path,
         "OPTIONS": {
             "timeout": 20,

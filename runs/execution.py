@@ -55,6 +55,7 @@ from django.utils import timezone
 from benchmark.models import ModelSpec
 from benchmark.scoring import TASK_IDS, score_task
 from benchmark.scoring import overall as official_overall
+from runs import openai_http
 from runs.agents import BASELINES, build_agent, is_baseline
 from runs.loop import load_episode, run_episode, score_prediction, scoring_item
 from runs.models import TOKEN_FIELDS, Episode, Run, Status, Step
@@ -430,8 +431,9 @@ def queue_run(*, run_id: int) -> list[int]:
 def _play_in_thread(episode_id: int) -> Episode | None:
     try:
         return play_episode(episode_id=episode_id)
-    finally:
+    finally:  # the pool's threads end with the run: nothing they opened is left to the garbage collector
         connections.close_all()
+        openai_http.close_connections()
 
 
 def run_sync(

@@ -88,6 +88,14 @@ def _connection(scheme: str, host: str, port: int | None, timeout: float) -> htt
     return connection
 
 
+def close_connections() -> None:
+    """Close this thread's connections (a thread that ends should: a dead thread's are closed only
+    when the garbage collector gets to them, by whichever thread is then running)."""
+    for connection in getattr(_local, "connections", {}).values():
+        connection.close()
+    _local.connections = {}
+
+
 def model_name(model: str) -> str:
     """The model name the server knows: the litellm model string without its provider prefix."""
     for prefix in PROVIDER_PREFIXES:

@@ -96,7 +96,7 @@ def test_database_config_parses_a_postgresql_url():
 
 def test_database_config_without_url_is_sqlite_at_the_given_path(tmp_path):
     config = database_config("", sqlite_path=tmp_path / "db.sqlite3")
-    assert config["ENGINE"] == "django.db.backends.sqlite3"
+    assert config["ENGINE"] == "config.sqlite"  # Django's SQLite backend with a pool of open connections
     assert config["NAME"] == tmp_path / "db.sqlite3"
 
 

@@ -8,6 +8,7 @@ every reply comes after ``delay_sec``.
 ``serve_in_subprocess`` runs it in a process of its own, so that the server does not share
 the interpreter (and its GIL) with the episodes it answers.
 """
+import gc
 import json
 import multiprocessing
 import re
@@ -49,6 +50,9 @@ class EpisodeLLM(FakeLLM):
 
 
 def _serve(connection, tool_calls: int, delay_sec: float) -> None:
+    # The forked child inherits its parent's heap (Django, litellm: half a million objects) that it
+    # never frees; out of the collector's sight, a full collection no longer stalls the server.
+    gc.freeze()
     server = EpisodeLLM(tool_calls=tool_calls, delay_sec=delay_sec).start()
     connection.send(server.api_base)
     connection.recv()  # until the parent says stop

@@ -106,8 +106,15 @@ def hanging_up(reply: dict) -> dict:
 
 
 def delayed(seconds: float, reply: dict) -> dict:
-    """``reply``, sent only after ``seconds`` (for client timeouts)."""
+    """``reply``, sent ``seconds`` after the request arrived (for client timeouts, and a model's latency)."""
     return {**reply, "delay": seconds}
+
+
+class _Server(ThreadingHTTPServer):
+    # socketserver listens with a backlog of 5: dozens of clients connecting at once would see
+    # their connections dropped and retried a second later, which no provider's server does.
+    request_queue_size = 256
+    daemon_threads = True
 
 
 class FakeLLM:
@@ -122,8 +129,7 @@ class FakeLLM:
         self.requests: list[dict] = []
         self.headers: list[dict] = []
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
-        self._server.daemon_threads = True
+        self._server = _Server(("127.0.0.1", 0), self._handler_class())
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
         )
@@ -168,11 +174,12 @@ class FakeLLM:
             disable_nagle_algorithm = True  # else the body waits for the ACK of the headers (40 ms)
 
             def do_POST(self):
+                arrived = time.monotonic()
                 length = int(self.headers.get("Content-Length") or 0)
                 request = json.loads(self.rfile.read(length) or b"{}")
                 reply = fake._next_reply(request, {name.lower(): value for name, value in self.headers.items()})
-                if reply.get("delay"):
-                    time.sleep(reply["delay"])
+                if reply.get("delay"):  # counted from the request's arrival: the server's own work is part of it
+                    time.sleep(max(0.0, reply["delay"] - (time.monotonic() - arrived)))
                 if "raw" in reply:
                     payload, content_type = reply["raw"], reply["content_type"]
                 else:
