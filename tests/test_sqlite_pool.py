@@ -64,6 +64,16 @@ def test_a_closed_connection_is_reused_by_the_next_thread(wrapper_for):
     assert raw_of(wrapper_for()) is raw  # back in the pool once that thread closed it
 
 
+def test_a_reused_connection_checks_foreign_keys_again(wrapper_for):
+    first = wrapper_for()
+    raw = raw_of(first)
+    first.disable_constraint_checking()  # as a schema change does, and a crash before it switched them back on
+    assert raw.execute("PRAGMA foreign_keys").fetchone() == (0,)
+    first.close()
+    assert raw_of(wrapper_for()) is raw
+    assert raw.execute("PRAGMA foreign_keys").fetchone() == (1,)
+
+
 def test_a_connection_closed_inside_a_transaction_is_not_kept(wrapper_for):
     wrapper = wrapper_for()
     with wrapper.cursor() as cursor:

@@ -8,7 +8,8 @@ the queue workers and the web server close theirs after every task and request. 
 connection goes back to a pool of this process instead (up to ``POOL_SIZE`` per database) and
 the next connection of any thread takes it, as Django's own pool does for PostgreSQL.
 
-Only connections with nothing under way are kept (no open transaction); an in-memory database
+Only connections with nothing under way are kept (no open transaction), and one taken from the
+pool gets Django's per-connection settings again (foreign-key checks on); an in-memory database
 is never pooled (closing it would lose it, as Django knows). SQLite connections must not cross
 a fork: a child process leaves the connections it inherited alone and opens its own.
 """
@@ -41,8 +42,12 @@ class DatabaseWrapper(base.DatabaseWrapper):
         if not self.is_in_memory_db():
             with _pools_lock:
                 idle = _pools.get(_key(conn_params))
-                if idle:
-                    return idle.pop()
+                connection = idle.pop() if idle else None
+            if connection is not None:
+                # As Django opens every connection, whatever its last user switched off.
+                connection.execute("PRAGMA foreign_keys = ON")
+                connection.execute("PRAGMA legacy_alter_table = OFF")
+                return connection
         return super().get_new_connection(conn_params)
 
     def _close(self):
