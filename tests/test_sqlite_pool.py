@@ -111,16 +111,60 @@ def test_a_forked_child_opens_its_own_connections(wrapper_for):
     parent = wrapper_for()
     raw = raw_of(parent)
     parent.close()
+
+    def child():  # its pool is empty, so it opens a connection of its own
+        return raw_of(wrapper_for()) is not raw and not any(pooled._pools.values())
+
+    assert in_a_forked_child(child)
+    assert raw_of(wrapper_for()) is raw  # the parent still has it
+
+
+def in_a_forked_child(check):
+    """Return what ``check()`` answers (True or False) in a forked child process."""
     reader, writer = os.pipe()
     pid = os.fork()
-    if pid == 0:  # the child: its pool is empty, so it opens a connection of its own
+    if pid == 0:
         try:
-            fresh = raw_of(wrapper_for())
-            os.write(writer, b"own" if fresh is not raw and not any(pooled._pools.values()) else b"inherited")
+            os.write(writer, b"yes" if check() else b"no")
         finally:
             os._exit(0)
     os.close(writer)
     answer = os.read(reader, 16)
+    os.close(reader)
     os.waitpid(pid, 0)
-    assert answer == b"own"
-    assert raw_of(wrapper_for()) is raw  # the parent still has it
+    return answer == b"yes"
+
+
+def test_a_connection_goes_back_to_the_pool_of_the_database_it_was_opened_on(wrapper_for, tmp_path):
+    wrapper = wrapper_for()
+    raw = raw_of(wrapper)
+    other = str(tmp_path / "other.sqlite3")
+    wrapper.settings_dict["NAME"] = other  # as Django's test runner renames a database for a worker clone
+    wrapper.close()
+    fresh = raw_of(wrapper_for(other))
+    assert fresh is not raw
+    assert fresh.execute("PRAGMA database_list").fetchone()[2] == other
+    assert raw_of(wrapper_for()) is raw
+
+
+def test_connections_with_other_init_commands_are_not_shared(wrapper_for):
+    plain = wrapper_for()
+    raw = raw_of(plain)
+    plain.close()
+    read_only = wrapper_for()
+    read_only.settings_dict["OPTIONS"] = {**read_only.settings_dict["OPTIONS"], "init_command": "PRAGMA query_only = 1"}
+    assert raw_of(read_only) is not raw
+    assert read_only.connection.execute("PRAGMA query_only").fetchone() == (1,)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_connection_open_at_the_fork_is_not_pooled_by_the_child(wrapper_for):
+    parent = wrapper_for()
+    raw = raw_of(parent)
+
+    def child():  # it closes the wrapper it inherited open, then opens one of its own
+        parent.close()
+        return raw_of(wrapper_for()) is not raw and parent.connection is None
+
+    assert in_a_forked_child(child)
+    assert raw.execute("SELECT 1").fetchone() == (1,)  # still open and usable in the parent
