@@ -30,7 +30,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from benchmark.models import ModelSpec, Suite
-from runs import protocol
+from runs import protocol, statements
 from runs.cost import Pricing
 from runs.loop import (
     Outcome,
@@ -293,6 +293,8 @@ def take_action(*, episode: Episode, action: dict) -> ActionResult:
     except ToolBug as exc:
         append_step(episode=episode, kind=Step.Kind.ERROR, error=traceback.format_exc())
         outcome = Outcome(Status.FAILED, error_kind=Episode.ErrorKind.TOOL_BUG, error_message=str(exc))
+    except statements.EpisodeLost:
+        raise Conflict(f"Episode {episode_id} ended or was restarted while this action was under way.") from None
     if outcome is not None:
         _finish(loop, episode, outcome)
         _finish_run_if_done(episode.run_id)

@@ -17,7 +17,10 @@ Execution model
   ``EEGAB_MAX_EPISODE_ATTEMPTS`` attempts; so does every task of the same run when it ends,
   and ``resume_run`` does the same for every stale, failed or cancelled episode of a run. A
   retried attempt replaces the earlier one (its steps are deleted,
-  ``runs.services.reset_episode_for_retry``); it is never appended.
+  ``runs.services.reset_episode_for_retry``); it is never appended. A worker that was only
+  stalled, not killed, writes nothing once it wakes: every step and counter it stores is
+  conditional on the episode still running as its attempt (``runs.statements``), and the
+  first refused write ends its loop.
 - Provider errors are retried in one layer only (``runs.agents.ModelAgent``); what is left
   is an infrastructure failure: the episode fails, is not scored and can be resumed.
 - A run moves pending → running when its first episode is claimed (the loop), and ends

@@ -273,6 +273,7 @@ class _EpisodeLoop:
         n_steps: int | None = None,
     ):
         self.episode = episode
+        self.attempt = episode.attempt  # steps and counters are written only while this attempt runs
         self.instance = episode.instance
         self.agent = agent
         self.native = agent.protocol == "native"
@@ -300,7 +301,7 @@ class _EpisodeLoop:
     def record(self, kind: str, **fields) -> Step:
         """Append a step, add its messages to the conversation, and count its tokens and cost."""
         step = Step(episode_id=self.episode.pk, index=self.n_steps, kind=kind, **fields)
-        statements.insert_step(step)
+        statements.insert_step(step, attempt=self.attempt)
         self.n_steps += 1
         self.history.extend(step_messages(step, native=self.native))
         for name in TOKEN_FIELDS:
@@ -322,7 +323,10 @@ class _EpisodeLoop:
         }
 
     def save_progress(self) -> None:
-        statements.update_episode(self.episode.pk, self.usage_fields(), status=Status.RUNNING)
+        """Store the counters so far; raise EpisodeLost if the episode no longer runs as this attempt."""
+        values = self.usage_fields()
+        if statements.update_episode(self.episode.pk, values, status=Status.RUNNING, attempt=self.attempt) != 1:
+            raise statements.EpisodeLost(f"Episode {self.episode.pk} is no longer running as attempt {self.attempt}.")
 
     def record_attempts(self, attempts: Sequence[FailedAttempt]) -> None:
         for number, attempt in enumerate(attempts, start=1):
@@ -596,7 +600,7 @@ def _finish(loop: _EpisodeLoop | None, episode: Episode, outcome: Outcome) -> bo
         **(loop.usage_fields() if loop is not None else {}),
     }
     # One statement, and only while the episode is still ours.
-    stored = statements.update_episode(episode.pk, values, status=Status.RUNNING) == 1
+    stored = statements.update_episode(episode.pk, values, status=Status.RUNNING, attempt=episode.attempt) == 1
     if stored:
         for name, value in values.items():
             setattr(episode, name, value)
@@ -668,10 +672,19 @@ def run_episode(
             n_steps=0,  # a claimed attempt starts with no steps: a retry deletes the earlier attempt's
         )
         stored = _finish(loop, episode, loop.play())
+    except statements.EpisodeLost:
+        # It stalled past its lease and a newer attempt has it, or it ended: nothing more of ours is written.
+        return load_episode(episode_id)
     except Exception as exc:
         kind = Episode.ErrorKind.TOOL_BUG if isinstance(exc, ToolBug) else ""
         details = traceback.format_exc()
-        append_step(episode=episode, kind=Kind.ERROR, error=details)
+        try:
+            if loop is None:
+                append_step(episode=episode, kind=Kind.ERROR, error=details)
+            else:
+                loop.record(Kind.ERROR, error=details)
+        except statements.EpisodeLost:
+            return load_episode(episode_id)
         message = f"{type(exc).__name__}: {exc}"
         _finish(loop, episode, Outcome(Status.FAILED, error_kind=kind, error_message=message))
         raise

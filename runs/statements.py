@@ -29,50 +29,77 @@ def _database(model) -> str:
 
 
 @cache
-def _step_insert(vendor: str) -> tuple[str, tuple]:
+def _step_insert(vendor: str, of_attempt: bool) -> tuple[str, tuple]:
     connection = connections[_database(Step)]
     quote = connection.ops.quote_name
     fields = tuple(field for field in Step._meta.concrete_fields if not field.primary_key)
     columns = ", ".join(quote(field.column) for field in fields)
     placeholders = ", ".join(["%s"] * len(fields))
-    return f"INSERT INTO {quote(Step._meta.db_table)} ({columns}) VALUES ({placeholders})", fields
+    insert = f"INSERT INTO {quote(Step._meta.db_table)} ({columns})"
+    if not of_attempt:
+        return f"{insert} VALUES ({placeholders})", fields
+    # The episode row is share-locked where the database can (PostgreSQL): a reset that holds
+    # it (select_for_update) makes the insert wait, and the condition is checked again on the
+    # row it committed. SQLite runs one writer at a time anyway.
+    lock = " FOR SHARE" if connection.features.has_select_for_update else ""
+    episode = (
+        f"SELECT 1 FROM {quote(Episode._meta.db_table)} "
+        f"WHERE {quote('id')} = %s AND {quote('status')} = %s AND {quote('attempt')} = %s{lock}"
+    )
+    return f"{insert} SELECT {placeholders} WHERE EXISTS ({episode})", fields
 
 
-def insert_step(step: Step) -> None:
+class EpisodeLost(Exception):
+    """The episode is no longer the caller's: it has ended, or a newer attempt of it has begun."""
+
+
+def insert_step(step: Step, *, attempt: int | None = None) -> None:
     """Store the unsaved ``step`` as ``Step.save()`` would (``created_at`` set now); its ``pk`` stays unset.
 
-    The unique (episode, index) constraint still refuses an index that is taken.
+    The unique (episode, index) constraint still refuses an index that is taken. With
+    ``attempt``, the step is stored only while the episode is running as that attempt (one
+    statement), else EpisodeLost is raised and nothing is written: a worker that stalled
+    past its lease never writes into the attempt that replaced its own.
     """
     connection = connections[_database(Step)]
-    sql, fields = _step_insert(connection.vendor)
+    sql, fields = _step_insert(connection.vendor, attempt is not None)
     step.created_at = timezone.now()
     params = [field.get_db_prep_save(getattr(step, field.attname), connection) for field in fields]
+    if attempt is not None:
+        params += [step.episode_id, Status.RUNNING.value, attempt]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
+        stored = cursor.rowcount
+    if attempt is not None and stored != 1:
+        raise EpisodeLost(f"Episode {step.episode_id} is no longer running as attempt {attempt}.")
 
 
 @cache
-def _episode_update(vendor: str, names: tuple[str, ...]) -> tuple[str, tuple]:
+def _episode_update(vendor: str, names: tuple[str, ...], of_attempt: bool) -> tuple[str, tuple]:
     connection = connections[_database(Episode)]
     quote = connection.ops.quote_name
     fields = tuple(Episode._meta.get_field(name) for name in names)
     assignments = ", ".join(f"{quote(field.column)} = %s" for field in fields)
     table = quote(Episode._meta.db_table)
-    return f"UPDATE {table} SET {assignments} WHERE {quote('id')} = %s AND {quote('status')} = %s", fields
+    where = f"{quote('id')} = %s AND {quote('status')} = %s" + (f" AND {quote('attempt')} = %s" if of_attempt else "")
+    return f"UPDATE {table} SET {assignments} WHERE {where}", fields
 
 
-def update_episode(episode_id: int, values: dict, *, status: str) -> int:
+def update_episode(episode_id: int, values: dict, *, status: str, attempt: int | None = None) -> int:
     """Write ``values`` (field name → value) to the episode if its status is ``status``; return the rows changed.
 
-    As ``Episode.objects.filter(pk=episode_id, status=status).update(**values)``: the status
-    condition makes a claim (pending → running) atomic, and keeps a finished, reset or
-    cancelled episode from being written by a worker that no longer holds it.
+    As ``Episode.objects.filter(pk=episode_id, status=status).update(**values)``, with
+    ``attempt=attempt`` in the filter when given: the status condition makes a claim
+    (pending → running) atomic, and keeps a finished, reset or cancelled episode from being
+    written by a worker that no longer holds it; the attempt condition keeps a worker that
+    stalled past its lease from writing over the attempt that replaced its own.
     """
     connection = connections[_database(Episode)]
-    sql, fields = _episode_update(connection.vendor, tuple(values))
+    sql, fields = _episode_update(connection.vendor, tuple(values), attempt is not None)
     params = [field.get_db_prep_save(values[field.name], connection) for field in fields]
+    guard = [episode_id, status] if attempt is None else [episode_id, status, attempt]
     with connection.cursor() as cursor:
-        cursor.execute(sql, [*params, episode_id, status])
+        cursor.execute(sql, [*params, *guard])
         return cursor.rowcount
 
 

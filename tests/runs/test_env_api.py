@@ -266,6 +266,26 @@ def test_a_turn_already_taken_is_refused(suite):
         environment._claim_turn(stale)
 
 
+def test_an_action_under_way_when_its_episode_is_restarted_writes_nothing(suite, monkeypatch):
+    from runs.services import reset_episode_for_retry
+
+    run, key = external_run(suite, tasks=("T2",))
+    client = agent_client(key)
+    episode = Episode.objects.get(pk=start(client, run).data["episode"])
+
+    def tool_while_the_episode_is_restarted(instance, tool_name, arguments):
+        reset_episode_for_retry(episode=episode)  # its lease lapsed: resume_run made it pending as attempt 2
+        return {"_meta": {}, "record_id": instance.record_id}
+
+    monkeypatch.setattr(environment, "call_instance_tool", tool_while_the_episode_is_restarted)
+    call = {"action": "tool_call", "tool_name": "get_recording_info", "arguments": {"record_id": "x"}}
+    reply = act(client, episode.pk, call)
+
+    assert reply.status_code == 409 and "ended or was restarted" in str(reply.data)
+    stored = Episode.objects.get(pk=episode.pk)
+    assert (stored.attempt, stored.status, stored.steps.count(), stored.n_tool_calls) == (2, Status.PENDING, 0, 0)
+
+
 @pytest.fixture
 def demo():
     return import_demo()

@@ -8,7 +8,7 @@ import pytest
 
 from benchmark.models import ModelSpec
 from benchmark.prompts import OFFICIAL_TOOLS
-from runs.agents import TRANSPORTS
+from runs.agents import TRANSPORTS, build_agent
 from runs.loop import ToolBug, replay_messages, run_episode
 from runs.models import Episode, Run, Status, Step
 from runs.protocol import BUDGET_STUB, INVALID_TEXT_ACTION_NUDGE, SUBMIT_TOOL_NAME, TOOL_BUDGET_NUDGE
@@ -469,6 +469,46 @@ def test_a_running_episode_is_not_claimed_twice(make_run, server):
     run.episodes.update(status=Status.RUNNING)
     episode = play(run)
     assert (episode.status, episode.steps.count(), server.requests) == (Status.RUNNING, 0, [])
+
+
+@pytest.mark.parametrize("stalls_in", ["tool", "model"])
+def test_a_worker_that_stalled_past_its_lease_writes_nothing_into_the_next_attempt(make_run, server, stalls_in):
+    """While this worker waits, its lease lapses and another worker plays the episode again as attempt 2."""
+    run = make_run()
+    episode = run.episodes.get()
+
+    def another_worker_takes_over():
+        reset_episode_for_retry(episode=episode)  # as recover_stale_episode does
+        Episode.objects.filter(pk=episode.pk).update(status=Status.RUNNING, n_turns=1)
+        Step.objects.create(episode=episode, index=0, kind=Kind.PROMPT, result={"by": "attempt 2"})
+
+    def stalling_tool(instance, tool_name, arguments):
+        another_worker_takes_over()
+        return Tools.result_of(tool_name, arguments.get("record_id"))
+
+    class StallingModel:
+        def __init__(self, agent):
+            self.agent = agent
+
+        def __getattr__(self, name):
+            return getattr(self.agent, name)
+
+        def respond(self, messages, *, tools=None):
+            another_worker_takes_over()
+            return self.agent.respond(messages, tools=tools)
+
+    server.add(fake_llm.text(tool_call()), fake_llm.text(t2_answer()))
+    stalling = stalls_in == "model"
+    stored = run_episode(
+        episode_id=episode.pk,
+        agent=StallingModel(build_agent(run, episode.instance)) if stalling else None,
+        tool_runner=Tools() if stalling else stalling_tool,
+        build_messages=build_messages,
+        tool_specs=TOOL_SPECS,
+    )
+
+    assert (stored.attempt, stored.status, stored.n_turns, stored.scores) == (2, Status.RUNNING, 1, {})
+    assert list(stored.steps.values_list("index", "result")) == [(0, {"by": "attempt 2"})]
 
 
 def test_the_run_starts_with_its_first_episode_and_keeps_totals(make_run, server):

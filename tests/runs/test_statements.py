@@ -69,6 +69,33 @@ def test_update_episode_writes_what_an_orm_update_writes_and_only_in_the_given_s
     assert Episode.objects.get(pk=episodes[1].pk).n_turns == 3
 
 
+def test_update_episode_of_an_attempt_writes_only_while_that_attempt_runs(episodes):
+    episode = episodes[0]
+    Episode.objects.filter(pk=episode.pk).update(status=Status.RUNNING, attempt=2)
+    assert statements.update_episode(episode.pk, {"n_turns": 4}, status=Status.RUNNING, attempt=1) == 0
+    assert statements.update_episode(episode.pk, {"n_turns": 5}, status=Status.RUNNING, attempt=2) == 1
+    assert Episode.objects.get(pk=episode.pk).n_turns == 5
+
+
+def test_a_step_of_an_attempt_is_stored_only_while_that_attempt_runs(episodes):
+    episode = episodes[0]
+    Episode.objects.filter(pk=episode.pk).update(status=Status.RUNNING, attempt=2)
+    fields = STEPS[2]
+    statements.insert_step(Step(episode_id=episode.pk, index=0, **fields), attempt=2)
+    statements.insert_step(Step(episode_id=episodes[1].pk, index=0, **fields))
+    guarded, plain = stored_step(episode, 0), stored_step(episodes[1], 0)
+    assert abs(guarded.pop("created_at") - plain.pop("created_at")).total_seconds() < 5
+    assert guarded.pop("episode_id") == episode.pk and plain.pop("episode_id") == episodes[1].pk
+    assert guarded == plain  # the same row as an unguarded insert
+
+    for status, attempt in ((Status.RUNNING, 1), (Status.FAILED, 2), (Status.PENDING, 2)):
+        Episode.objects.filter(pk=episode.pk).update(status=status)
+        with pytest.raises(statements.EpisodeLost, match=f"Episode {episode.pk} is no longer running as attempt {attempt}"):
+            statements.insert_step(Step(episode_id=episode.pk, index=1, kind=Step.Kind.NUDGE), attempt=attempt)
+        Episode.objects.filter(pk=episode.pk).update(status=Status.RUNNING)
+    assert list(Step.objects.filter(episode=episode).values_list("index", flat=True)) == [0]
+
+
 def test_a_claim_is_taken_once(episodes):
     claim = {"status": Status.RUNNING, "started_at": timezone.now()}
     assert statements.update_episode(episodes[0].pk, claim, status=Status.PENDING) == 1
