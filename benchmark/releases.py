@@ -19,6 +19,7 @@ the scenario ids carry the labels (REFERENCE §5.1) and are never shown to an ag
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import re
@@ -425,6 +426,9 @@ def new_record_id(taken: set[str]) -> str:
             return record_id
 
 
+_SUITE_NAME_LENGTH = Suite._meta.get_field("name").max_length
+
+
 def _longest(field: str) -> int:
     """How many characters the instance's ``field`` holds."""
     return Instance._meta.get_field(field).max_length
@@ -507,6 +511,8 @@ def import_release(
     plan = _check_release(Path(path).expanduser().resolve(), tasks, skip_missing)
     if suite_name is not None and (not suite_name or slugify(suite_name) != suite_name):
         raise ReleaseError([f"suite name {suite_name!r} must be a slug: lower-case letters, digits and hyphens"])
+    if suite_name is not None and len(suite_name) > _SUITE_NAME_LENGTH:
+        raise ReleaseError([f"suite name {suite_name!r} is longer than {_SUITE_NAME_LENGTH} characters"])
     return _save_suite(plan=plan, manifest=release_manifest(plan.root), suite_name=suite_name,
                        by_task=tasks is not None)
 
@@ -557,9 +563,12 @@ def _check_release(root: Path, tasks: Iterable[str] | None, skip_missing: bool) 
 def _save_suite(*, plan: _Plan, manifest: dict, suite_name: str | None, by_task: bool) -> ImportResult:
     """Write the checked release as a suite, or return the suite that already holds it."""
     release = _release_for(plan.root, plan.descriptor, plan.descriptor_text, manifest)
-    base = suite_name or slugify(release.name) or "release"
-    if suite_name is None and by_task:
-        base = "-".join([base, *(task.lower() for task in plan.selected)])
+    base = suite_name
+    if base is None:
+        # A name made here leaves room for the version suffix ("-v12") of a later import.
+        suffix = "".join(f"-{task.lower()}" for task in plan.selected) if by_task else ""
+        room = _SUITE_NAME_LENGTH - len("-v999999") - len(suffix)
+        base = (slugify(release.name)[:room].rstrip("-") or "release") + suffix
     candidates = plan.candidates
     counts = {task: sum(c.task == task for c in candidates) for task in plan.selected}
     wanted = {(c.task, c.scenario.value["scenario_id"]) for c in candidates}
@@ -572,8 +581,12 @@ def _save_suite(*, plan: _Plan, manifest: dict, suite_name: str | None, by_task:
     version = max((suite.version for suite in family), default=0) + 1
     while Suite.objects.filter(name=base if version == 1 else f"{base}-v{version}").exists():
         version += 1  # a suite of another release may already hold the name (a release called "x-v2")
+    name = base if version == 1 else f"{base}-v{version}"
+    if len(name) > _SUITE_NAME_LENGTH:
+        raise ReleaseError([f"suite {base} exists; its next version {name!r} would be longer than "
+                            f"{_SUITE_NAME_LENGTH} characters: choose a shorter suite name"])
     suite = Suite.objects.create(
-        name=base if version == 1 else f"{base}-v{version}",
+        name=name,
         release=release,
         version=version,
         is_partial=bool(plan.skipped),
@@ -662,6 +675,7 @@ def export_release(*, suite: Suite, out_dir: str | Path, with_data: bool = False
         if instance.recording_path:
             recordings.append(instance.recording_path)
     targets = [*files, *([DESCRIPTOR] if suite.release.descriptor else [])]
+    recordings = list(dict.fromkeys(recordings))  # instances may share a recording
     if with_data:
         source = Path(suite.release.source)
         problems += [f"{source / path}: recording missing" for path in recordings if not (source / path).is_file()]
@@ -673,10 +687,14 @@ def export_release(*, suite: Suite, out_dir: str | Path, with_data: bool = False
     if problems:
         raise ReleaseError(problems)
 
-    # Everything is written beside ``out`` first and moved in once complete, so that a failure
-    # (a full disk, an unreadable recording) leaves ``out`` as it was.
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.export.", dir=out.parent))
+    # Everything is written to a hidden directory first and moved in once complete, so that a
+    # failure (a full disk, an unreadable recording) leaves ``out`` as it was: inside ``out``
+    # when it exists (the same file system, even when ``out`` is a mount point), else beside it.
+    if out.exists():
+        staging = Path(tempfile.mkdtemp(prefix=".export.", dir=out))
+    else:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.export.", dir=out.parent))
     try:
         for relative, lines in files.items():
             _write_lines(staging / relative, lines)
@@ -688,9 +706,25 @@ def export_release(*, suite: Suite, out_dir: str | Path, with_data: bool = False
                 (staging / relative).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(Path(suite.release.source) / relative, staging / relative)
         _move_into(staging, out, targets)
+    except FileExistsError as exc:  # made by someone else while this export was being written
+        raise ReleaseError([f"{exc.filename}: already exists"]) from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return [out / relative for relative in targets]
+
+
+def _place(source: Path, target: Path) -> None:
+    """Move the file ``source`` to ``target`` on the same file system; FileExistsError if ``target`` exists."""
+    try:
+        os.link(source, target)  # never replaces a file, unlike a rename
+    except FileExistsError:
+        raise
+    except OSError:  # a file system without hard links
+        if os.path.lexists(target):
+            raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), str(target)) from None
+        source.rename(target)
+    else:
+        source.unlink()
 
 
 def _move_into(staging: Path, out: Path, relatives: list[str]) -> None:
@@ -709,7 +743,7 @@ def _move_into(staging: Path, out: Path, relatives: list[str]) -> None:
                 if not directory.exists():
                     directory.mkdir()
                     made.append(directory)
-            (staging / relative).rename(out / relative)
+            _place(staging / relative, out / relative)
             moved.append(out / relative)
     except OSError:
         for target in moved:

@@ -5,11 +5,14 @@ import io
 import json
 import re
 import shutil
+import tempfile
+from pathlib import Path
 
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from benchmark import releases
 from benchmark.models import Instance, Release, Suite
 from benchmark.releases import ReleaseError, export_release, import_release, release_manifest
 from tests.benchmark.release_dirs import (
@@ -345,6 +348,29 @@ def test_suite_name_must_be_a_slug(t1_release):
     assert import_release(path=t1_release, suite_name="my-suite").suite.name == "my-suite"
 
 
+def test_suite_names_fit_their_column_with_room_for_a_version(t1_release):
+    with pytest.raises(ReleaseError, match="longer than 100 characters"):
+        import_release(path=t1_release, suite_name="s" * 101)
+    descriptor = t1_release / "benchmark" / "benchmark.json"
+    data = json.loads(descriptor.read_text(encoding="utf-8")) if descriptor.is_file() else {}
+    descriptor.write_text(json.dumps({**data, "name": "a-very-long-release-name " * 8}), encoding="utf-8")
+    first = import_release(path=t1_release, tasks=["T1"]).suite
+    assert first.name == ("a-very-long-release-name-" * 4)[:89].rstrip("-") + "-t1"
+    edit_lines(t1_release / "benchmark/answer_keys/T1.jsonl",
+               lambda n, line: line.replace('"answer":"A"', '"answer":"B"', 1) if n == 1 else line)
+    second = import_release(path=t1_release, tasks=["T1"]).suite
+    assert (second.name, second.version) == (f"{first.name}-v2", 2)
+
+    own = import_release(path=t1_release, suite_name="n" * 100).suite
+    assert own.name == "n" * 100
+    edit_lines(t1_release / "benchmark/answer_keys/T1.jsonl",
+               lambda n, line: line.replace('"answer":"B"', '"answer":"C"', 1) if n == 1 else line)
+    releases_before = Release.objects.count()
+    with pytest.raises(ReleaseError, match="would be longer than 100 characters: choose a shorter suite name"):
+        import_release(path=t1_release, suite_name="n" * 100)
+    assert Release.objects.count() == releases_before and Suite.objects.count() == 3
+
+
 def test_list_suites_prints_one_name_a_line(t1_release):
     import_release(path=t1_release, suite_name="zeta")
     import_release(path=t1_release, suite_name="alpha")
@@ -493,6 +519,51 @@ def test_an_export_into_an_existing_directory_adds_its_files(bonn_release, tmp_p
     assert all(path.is_file() for path in written) and (out / "data/bonn/S/S001.txt").is_file()
     assert (out / "notes.txt").read_text() == "mine"
     assert [path.name for path in out.parent.iterdir()] == ["out"]  # no staging left beside it
+
+
+def test_an_export_into_an_existing_directory_is_staged_inside_it(bonn_release, tmp_path, monkeypatch):
+    """A directory that exists may be a mount point: the export is written on its own file system."""
+    suite = import_release(path=bonn_release, skip_missing=True).suite
+    out = tmp_path / "exports" / "out"
+    out.mkdir(parents=True)
+    staged_in, mkdtemp = [], tempfile.mkdtemp
+
+    def recording_mkdtemp(*args, dir=None, **kwargs):
+        staged_in.append(Path(dir))
+        return mkdtemp(*args, dir=dir, **kwargs)
+
+    monkeypatch.setattr("benchmark.releases.tempfile.mkdtemp", recording_mkdtemp)
+    export_release(suite=suite, out_dir=out)
+    assert staged_in == [out]
+    assert sorted(path.name for path in out.iterdir()) == ["benchmark"]
+
+
+def test_instances_sharing_a_recording_export_it_once(bonn_release, tmp_path):
+    suite = import_release(path=bonn_release, skip_missing=True).suite
+    first, second = suite.instances.order_by("position")[:2]
+    Instance.objects.filter(pk=second.pk).update(recording_path=first.recording_path)
+    out = tmp_path / "out"
+    out.mkdir()
+    written = export_release(suite=suite, out_dir=out, with_data=True)
+    assert written.count(out / first.recording_path) == 1 and (out / first.recording_path).is_file()
+
+
+def test_a_file_made_while_the_export_was_written_is_kept_and_the_export_undone(t1_release, tmp_path, monkeypatch):
+    suite = import_release(path=t1_release).suite
+    out = tmp_path / "out"
+    out.mkdir()
+    move_into = releases._move_into
+
+    def someone_else_writes_first(staging, target, relatives):
+        (target / "benchmark").mkdir()
+        (target / "benchmark/benchmark.json").write_text("theirs")
+        move_into(staging, target, relatives)
+
+    monkeypatch.setattr(releases, "_move_into", someone_else_writes_first)
+    with pytest.raises(ReleaseError, match="benchmark.json: already exists"):
+        export_release(suite=suite, out_dir=out)
+    assert (out / "benchmark/benchmark.json").read_text() == "theirs"
+    assert sorted(str(path.relative_to(out)) for path in out.rglob("*")) == ["benchmark", "benchmark/benchmark.json"]
 
 
 def test_an_export_onto_a_file_is_refused(t1_release, tmp_path):
