@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from functools import cache
 from decimal import Decimal
 from typing import Any, Protocol
+from urllib.parse import urlsplit
 
 import numpy as np
 
@@ -160,6 +161,7 @@ _CONTEXT_WITH_PROMPT = re.compile(
 )
 _CONTEXT_WORDS = (
     "context length", "context window", "maximum context", "too many tokens", "prompt is too long",
+    "context size",  # llama.cpp: "the request exceeds the available context size"
 )  # fmt: skip
 
 
@@ -245,6 +247,27 @@ def _text_of(content: Any) -> str:
     return str(content)
 
 
+def check_transport(model: str, api_base: str | None, requested: str | None = "auto") -> None:
+    """Raise ValueError unless ``requested`` is a transport ``model`` at ``api_base`` can use.
+
+    The direct transport speaks the OpenAI format to an ``api_base``, so it needs one and a
+    model under the ``openai/`` or ``hosted_vllm/`` prefix.
+    """
+    if requested not in (*TRANSPORTS, "auto", "", None):
+        raise ValueError(f"transport must be 'auto', 'litellm' or 'direct', not {requested!r}.")
+    if requested != "direct":
+        return
+    if not model.startswith(openai_http.PROVIDER_PREFIXES):
+        prefixes = " or ".join(openai_http.PROVIDER_PREFIXES)
+        raise ValueError(f"The direct transport needs a model under {prefixes} (an OpenAI-compatible server), "
+                         f"not {model!r}.")  # fmt: skip
+    if not api_base:
+        raise ValueError(f"The direct transport needs the --api-base of the server that serves {model}.")
+    parts = urlsplit(api_base)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"The API base must be an http(s) URL, not {api_base!r}.")
+
+
 def choose_transport(model: str, api_base: str | None, requested: str = "auto") -> str:
     """``litellm`` or ``direct``: as requested, else direct for a self-hosted OpenAI-compatible model.
 
@@ -254,10 +277,9 @@ def choose_transport(model: str, api_base: str | None, requested: str = "auto") 
     (a provider's own API, or a listed model such as ``openai/gpt-5`` at a proxy, whose
     parameters litellm adapts) goes through litellm.
     """
+    check_transport(model, api_base, requested)
     if requested in TRANSPORTS:
         return requested
-    if requested not in ("auto", "", None):
-        raise ValueError(f"transport must be 'auto', 'litellm' or 'direct', not {requested!r}.")
     if not api_base or not model.startswith(openai_http.PROVIDER_PREFIXES):
         return "litellm"
     return "litellm" if litellm_model_info(model) is not None else "direct"

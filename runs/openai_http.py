@@ -117,10 +117,16 @@ def _error_message(body: bytes, reason: str) -> str:
     return json.dumps(parsed)[:500]
 
 
-def _raise_for_status(status: int, body: bytes, reason: str) -> None:
-    if status < 400:
+def _raise_for_status(status: int, body: bytes, reason: str, location: str | None = None) -> None:
+    if status < 300:
         return
+    if status < 400:  # the OpenAI format has no redirects: the API base is not the server's
+        where = f" to {location}" if location else ""
+        raise ProviderHTTPError(f"Error code: {status} - the server redirects{where}; "
+                                "give the URL it names as the API base", status_code=status)  # fmt: skip
     message = f"Error code: {status} - {_error_message(body, reason)}"
+    if status == 408:
+        raise Timeout(f"Request timed out (the server answered {status} {reason})")
     if status == 400:
         raise BadRequestError(message, status_code=status)
     if status in (401, 403):
@@ -150,13 +156,17 @@ def _send(connection: http.client.HTTPConnection, path: str, payload: bytes, hea
         if reused and isinstance(exc, (http.client.RemoteDisconnected, ConnectionError)):
             raise _StaleConnection from exc
         raise APIConnectionError(f"Connection error: {type(exc).__name__}: {exc}") from exc
+    except BaseException:  # interrupted half-way: the connection is in no state to send the next request
+        connection.close()
+        raise
     if response.will_close:
         connection.close()
-    return response.status, body, response.reason
+    return response.status, body, response.reason, response.getheader("Location")
 
 
-def _post(url: str, payload: bytes, headers: dict, timeout: float) -> tuple[int, bytes, str]:
-    """POST ``payload`` on this thread's connection to the server; return the status, body and reason phrase.
+def _post(url: str, payload: bytes, headers: dict, timeout: float) -> tuple[int, bytes, str, str | None]:
+    """POST ``payload`` on this thread's connection to the server; return the status, body, reason phrase
+    and ``Location`` header.
 
     When the server has closed a kept-alive connection in the meantime, the request is sent
     once more on a new one.
@@ -165,7 +175,11 @@ def _post(url: str, payload: bytes, headers: dict, timeout: float) -> tuple[int,
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise APIConnectionError(f"The API base must be an http(s) URL, not {url!r}.")
     path = parts.path + (f"?{parts.query}" if parts.query else "")
-    connection = _connection(parts.scheme, parts.hostname, parts.port, timeout)
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)  # http.client misreads "::1" alone
+    except ValueError as exc:
+        raise APIConnectionError(f"The API base has an invalid port: {url!r}.") from exc
+    connection = _connection(parts.scheme, parts.hostname, port, timeout)
     try:
         return _send(connection, path, payload, headers, timeout)
     except _StaleConnection:
@@ -189,8 +203,8 @@ def complete(request: dict) -> dict:
         headers["Authorization"] = f"Bearer {request['api_key']}"
     url = request["api_base"].rstrip("/") + "/chat/completions"
     timeout = float(request.get("timeout") or DEFAULT_TIMEOUT_SEC)
-    status, content, reason = _post(url, json.dumps(body).encode(), headers, timeout)
-    _raise_for_status(status, content, reason)
+    status, content, reason, location = _post(url, json.dumps(body).encode(), headers, timeout)
+    _raise_for_status(status, content, reason, location)
     try:
         reply = json.loads(content)
     except ValueError as exc:

@@ -2,6 +2,7 @@
 from django.db import transaction
 
 from benchmark.models import ModelSpec, Suite
+from runs.agents import check_transport, is_baseline
 from runs.models import Episode, Run, Status, Step
 
 
@@ -43,6 +44,8 @@ def create_run(
 
     run = Run(suite=suite, model=model, tasks=codes, name=name, **options)
     run.full_clean()
+    if not is_baseline(model.provider_model):
+        check_transport(model.provider_model, run.api_base, (run.settings or {}).get("transport"))
     run.save()
     instances = []
     for code in codes:

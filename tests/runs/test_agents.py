@@ -1,10 +1,12 @@
 """The model adapter over real HTTP (a local fake server), through litellm and directly; its single retry layer, costs, and the baselines."""
+import http.client
 import json
 from decimal import Decimal
 
 import pytest
 
 from benchmark.models import ModelSpec
+from runs import openai_http
 from runs.agents import (
     HeuristicAgent,
     ModelAgent,
@@ -12,6 +14,7 @@ from runs.agents import (
     RandomAgent,
     RetryPolicy,
     TRANSPORTS,
+    _is_transient,
     choose_protocol,
     choose_transport,
     fitted_max_tokens,
@@ -188,6 +191,21 @@ def test_an_unreachable_server_is_a_provider_error_after_the_retries(make_agent,
     assert len(raised.value.attempts) == 3 and sleeps == [0.01, 0.02]
 
 
+def test_408_is_a_timeout_and_retried(server, make_agent, sleeps):
+    server.add(fake_llm.http_error(408, "request timeout"), fake_llm.text("after"))
+    assert make_agent().respond(MESSAGES).content == "after"
+    assert len(server.requests) == 2 and sleeps == [0.01]
+
+
+def test_llama_cpp_context_errors_are_context_errors(server, make_agent):
+    overflow = "the request exceeds the available context size, try increasing it"
+    server.add(fake_llm.http_error(400, overflow), fake_llm.http_error(400, overflow), fake_llm.text("unused"))
+    with pytest.raises(ProviderError) as raised:
+        make_agent().respond(MESSAGES)
+    assert raised.value.context_exceeded
+    assert [request["max_tokens"] for request in server.requests] == [2048, 1024]
+
+
 def test_a_client_error_is_not_retried(server, make_agent, sleeps):
     server.add(fake_llm.http_error(401, "bad key"), fake_llm.text("unused"))
     with pytest.raises(ProviderError, match="bad key"):
@@ -269,6 +287,75 @@ def test_transport_is_direct_only_for_self_hosted_openai_format_models(model, ap
 def test_an_unknown_transport_is_refused():
     with pytest.raises(ValueError, match="transport"):
         choose_transport("openai/Qwen3-8B", "http://127.0.0.1:8001/v1", "grpc")
+
+
+@pytest.mark.parametrize(
+    ("model", "api_base", "problem"),
+    [
+        ("gpt-4o", "https://gateway.example/v1", "needs a model under openai/ or hosted_vllm/"),
+        ("anthropic/claude-sonnet-4-5", "https://gateway.example", "needs a model under"),
+        ("openai/Qwen3-8B", None, "needs the --api-base"),
+        ("openai/Qwen3-8B", "127.0.0.1:8001/v1", "must be an http\\(s\\) URL"),
+    ],
+)
+def test_the_direct_transport_is_refused_where_it_cannot_work(model, api_base, problem):
+    with pytest.raises(ValueError, match=problem):
+        choose_transport(model, api_base, "direct")
+
+
+@pytest.mark.django_db
+def test_a_run_that_cannot_use_its_transport_is_refused_when_created(suite):
+    from benchmark.models import ModelSpec
+    from runs.models import Run
+    from runs.services import create_run
+
+    model = ModelSpec.objects.create(name="hosted", provider_model="gpt-4o")
+    with pytest.raises(ValueError, match="needs a model under"):
+        create_run(suite=suite, model=model, tasks=["T1"], settings={"transport": "direct"})
+    assert not Run.objects.exists()
+
+
+def test_an_ipv6_api_base_without_a_port_reaches_the_default_port(monkeypatch):
+    opened = []
+    monkeypatch.setattr(openai_http, "_connection", lambda *args: opened.append(args[:3]) or _Refusing())
+    with pytest.raises(openai_http.APIConnectionError):
+        openai_http.complete({"model": "openai/m", "api_base": "http://[::1]/v1", "messages": []})
+    assert opened == [("http", "::1", 80)]
+
+
+def test_a_redirect_names_where_to_and_is_not_retried():
+    with pytest.raises(openai_http.ProviderHTTPError, match="redirects to https://llm.example/v1/chat/completions") as raised:
+        openai_http._raise_for_status(308, b"", "Permanent Redirect", "https://llm.example/v1/chat/completions")
+    assert raised.value.status_code == 308 and not _is_transient(raised.value)
+
+
+class _Refusing:
+    sock = None
+
+    def request(self, *args, **kwargs):
+        raise ConnectionRefusedError(111, "Connection refused")
+
+    def close(self):
+        pass
+
+
+def test_an_interrupted_request_leaves_the_connection_ready_for_the_next(server, monkeypatch):
+    request = {"model": "openai/fake-model", "api_base": server.api_base, "messages": MESSAGES, "timeout": 2}
+    server.add(fake_llm.text("first"), fake_llm.text("second"))
+    assert openai_http.complete(request)["choices"][0]["message"]["content"] == "first"
+    real_getresponse = http.client.HTTPConnection.getresponse
+
+    def interrupted(self):
+        raise KeyboardInterrupt  # after the request went out, before its answer was read
+
+    monkeypatch.setattr(http.client.HTTPConnection, "getresponse", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        openai_http.complete(request)
+    monkeypatch.setattr(http.client.HTTPConnection, "getresponse", real_getresponse)
+    server.add(fake_llm.text("third"))
+    content = openai_http.complete(request)["choices"][0]["message"]["content"]
+    assert content in ("second", "third")  # not CannotSendRequest: the half-used connection was closed
+    openai_http.close_connections()
 
 
 def test_both_transports_send_the_same_request_and_read_the_same_reply(server, sleeps):
