@@ -298,6 +298,9 @@ _TYPE_CHECKS = {
 def schema_errors(value: Any, schema: Any, path: str = "$") -> list[str]:
     """Errors of ``value`` against the official JSON-Schema subset, each prefixed by its JSON path.
 
+    The error strings are the official runner's: the repair nudge shows them to the model, so
+    they say exactly as much (no value, no list of allowed values) as the paper's runs saw.
+
     A value of the wrong type gets that one error and is not looked into further. Unknown
     keywords and unknown types are ignored, and so are properties the schema does not name.
     """
@@ -306,18 +309,18 @@ def schema_errors(value: Any, schema: Any, path: str = "$") -> list[str]:
     expected = schema.get("type")
     check = _TYPE_CHECKS.get(expected)
     if check is not None and not check(value):
-        return [f"{path}: should be of type {expected}"]
+        return [f"{path}: expected {expected}"]
     errors = []
     if "enum" in schema and value not in schema["enum"]:
-        errors.append(f"{path}: {value!r} is not one of {schema['enum']}")
+        errors.append(f"{path}: value is not in enum")
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         if "minimum" in schema and value < schema["minimum"]:
-            errors.append(f"{path}: {value} is less than the minimum {schema['minimum']}")
+            errors.append(f"{path}: below minimum")
         if "maximum" in schema and value > schema["maximum"]:
-            errors.append(f"{path}: {value} is more than the maximum {schema['maximum']}")
+            errors.append(f"{path}: above maximum")
     if isinstance(value, dict):
         missing = [key for key in schema.get("required", []) if key not in value]
-        errors += [f"{path}.{key}: required but missing" for key in missing]
+        errors += [f"{path}.{key}: required field missing" for key in missing]
         for key, child in (schema.get("properties") or {}).items():
             if key in value:
                 errors += schema_errors(value[key], child, f"{path}.{key}")
@@ -336,7 +339,7 @@ def hypnogram_errors(answer: dict, n_epochs: int | None) -> list[str]:
     """
     segments = answer.get("hypnogram_rle")
     if not isinstance(segments, list) or not segments:
-        return ["$.hypnogram_rle: give at least one segment"]
+        return ["$.hypnogram_rle: must contain at least one segment"]
     errors = []
     next_start = 0
     for index, segment in enumerate(segments):
@@ -346,15 +349,12 @@ def hypnogram_errors(answer: dict, n_epochs: int | None) -> list[str]:
         if not isinstance(start, int) or not isinstance(end, int):
             continue
         if start != next_start:
-            errors.append(f"$.hypnogram_rle[{index}]: start_epoch should be {next_start}, not {start}")
+            errors.append(f"$.hypnogram_rle[{index}]: expected start_epoch {next_start}, got {start}")
         if end < start:
-            errors.append(f"$.hypnogram_rle[{index}]: end_epoch {end} comes before start_epoch {start}")
+            errors.append(f"$.hypnogram_rle[{index}]: end_epoch precedes start_epoch")
         next_start = end + 1
     if isinstance(n_epochs, int) and next_start != n_epochs:
-        errors.append(
-            f"$.hypnogram_rle: the segments should cover epochs 0 to {n_epochs - 1}, "
-            f"but they end at {next_start - 1}"
-        )
+        errors.append(f"$.hypnogram_rle: must cover epochs 0..{n_epochs - 1}; ended at {next_start - 1}")
     return errors
 
 
@@ -375,7 +375,7 @@ def final_answer_errors(
         T6: the night's number of 30-s epochs.
     """
     if not isinstance(answer, dict):
-        return ["$: the final answer should be a JSON object"]
+        return ["$: final answer must be a JSON object"]
     errors = schema_errors(answer, schema or {})
     if not errors and task == "T6":
         errors = hypnogram_errors(answer, n_epochs)
