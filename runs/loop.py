@@ -49,6 +49,7 @@ from django.utils import timezone
 
 from benchmark.models import Release
 from benchmark.scoring import ScoringItem, score_task
+from benchmark.scoring.files import epoch_count
 from runs import protocol, statements
 from runs.agents import Agent, FailedAttempt, ProviderError, build_agent
 from runs.cost import TokenUsage, total_cost
@@ -242,7 +243,8 @@ def scoring_item(instance, prediction: dict | None, *, submitted: bool = True, c
         completed=completed,
         options=(instance.prompt_input or {}).get("options"),
         duration_sec=metadata.get("duration_sec") if instance.duration_sec is None else instance.duration_sec,
-        n_epochs=_n_epochs(instance),
+        n_epochs=epoch_count(instance.reference or {}, {"n_epochs_total": _n_epochs(instance)})
+        if instance.task.code == "T6" else None,
     )
 
 

@@ -78,7 +78,7 @@ def read_panel_runs(paths: Sequence[Path]) -> list[dict[str, Mapping[str, Any]]]
 
 
 def _solved(candidate: Candidate, row: Mapping[str, Any] | None) -> bool:
-    if row is None or row.get("status", "completed") != "completed" or row.get("invalid"):
+    if row is None or row.get("status") != "completed" or row.get("invalid"):
         return False
     return is_correct(candidate, row.get("prediction"))
 

@@ -126,11 +126,11 @@ def read_predictions(path: str | Path) -> dict[str, Mapping[str, Any]]:
     rows: dict[str, Mapping[str, Any]] = {}
     for number, row in iter_jsonl(path):
         scenario_id = _scenario_id(path, number, row)
-        status = row.get("status", "completed")
+        status = row.get("status", "")  # a row without a status is not a completed one, as upstream
         if not isinstance(status, str):
             raise ScoringInputError(f"{path}, line {number}: \"status\" must be a string")
         previous = rows.get(scenario_id)
-        if previous is None or status == "completed" or previous.get("status", "completed") != "completed":
+        if previous is None or status == "completed" or previous.get("status") != "completed":
             rows[scenario_id] = row
     return rows
 
@@ -184,14 +184,14 @@ def load_items(
                 raise ScoringInputError(
                     f"{answer_key_path}, line {gold_line}: T6 gold needs an \"epoch_labels_aasm\" list"
                 )
-            n_epochs = _epoch_count(gold, scenario.metadata)
+            n_epochs = epoch_count(gold, scenario.metadata)
         row = rows.get(scenario_id)
         items.append(ScoringItem(
             scenario_id=scenario_id,
             gold=gold,
             prediction=row.get("prediction") if row is not None else None,
             submitted=row is not None,
-            completed=row is not None and row.get("status", "completed") == "completed",
+            completed=row is not None and row.get("status") == "completed",
             options=scenario.options,
             duration_sec=duration,
             n_epochs=n_epochs,
@@ -200,8 +200,10 @@ def load_items(
     return task_id, items, extra
 
 
-def _epoch_count(gold: Mapping[str, Any], metadata: Mapping[str, Any]) -> int:
+def epoch_count(gold: Mapping[str, Any], metadata: Mapping[str, Any]) -> int:
+    """The number of epochs a T6 night is scored over: the answer key's, as the official scorer
+    takes it, else the scenario metadata's, else the length of the gold labels."""
     for value in (gold.get("n_epochs_total"), metadata.get("n_epochs_total")):
         if isinstance(value, int) and not isinstance(value, bool) and value > 0:
             return value
-    return len(gold["epoch_labels_aasm"])
+    return len(gold.get("epoch_labels_aasm") or [])

@@ -155,6 +155,17 @@ def test_a_retried_scenario_keeps_its_completed_row(tmp_path):
     assert result["completeness"]["noncompleted"] == 0
 
 
+def test_a_row_without_a_status_is_not_completed(tmp_path):
+    scenarios = _write_jsonl(tmp_path / "s.jsonl", [{"scenario_id": "c3_routine_bonn_S001", "task_id": "T3"}])
+    key = _write_jsonl(tmp_path / "k.jsonl", [{"scenario_id": "c3_routine_bonn_S001", "gold": {"label": "epileptic"}}])
+    predictions = _write_jsonl(tmp_path / "p.jsonl", [
+        {"scenario_id": "c3_routine_bonn_S001", "prediction": {"classification": "epileptic"}},
+    ])
+    result = _score(scenarios, key, predictions)
+    assert result["metrics"]["accuracy"] == 1.0  # scored, as upstream scores every row ...
+    assert result["completeness"]["noncompleted"] == 1  # ... but, as upstream, not a completed one
+
+
 @pytest.mark.parametrize("which, content, message", [
     ("predictions", '{"scenario_id": "x", "prediction": {}}\n{not json\n', "p.jsonl, line 2: invalid JSON"),
     ("predictions", '[1, 2]\n', "p.jsonl, line 1: expected a JSON object"),

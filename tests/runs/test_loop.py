@@ -595,3 +595,20 @@ def test_a_native_model_is_offered_the_ten_platform_tools(make_run, server, t2_r
     result = episode.steps.get(kind=Kind.TOOL_CALL).result["content"]
     assert result["global_alpha_peak_hz"] == pytest.approx(10.0, abs=0.5)
     assert_replay_matches_what_was_sent(episode, server)
+
+
+def test_a_t6_night_is_scored_over_the_answer_keys_epoch_count_as_the_official_scorer_does():
+    from types import SimpleNamespace
+
+    from runs.loop import score_prediction
+
+    labels = ["W"] * 3 + ["N2"] * 5 + ["REM"] * 2
+    night = SimpleNamespace(
+        task=SimpleNamespace(code="T6"), scenario_id="c3_sleep_sc_SC4001E0", prompt_input={}, duration_sec=None,
+        reference={"epoch_labels_aasm": labels, "n_epochs_total": 10},
+        metadata={"n_epochs_total": 8}, n_epochs=8,  # the scenario's count disagrees with the answer key's
+    )
+    rle = [{"start_epoch": 0, "end_epoch": 2, "stage": "W"}, {"start_epoch": 3, "end_epoch": 7, "stage": "N2"},
+           {"start_epoch": 8, "end_epoch": 9, "stage": "REM"}]
+    scores = score_prediction(night, {"hypnogram_rle": rle})
+    assert scores["cohen_kappa"] == 1.0 and scores["macro_f1"] == pytest.approx(0.6)
