@@ -411,7 +411,7 @@ class _EpisodeLoop:
         return outcome
 
     def turn_limit_reached(self) -> Outcome:
-        self.record(Kind.ERROR, error=f"turn limit of {self.limits.max_turns} reached without a final answer")
+        self.record(Kind.ERROR, error=protocol.MAX_TURNS_EXCEEDED)
         return Outcome(Status.COMPLETED, EndedBy.TURN_LIMIT, prediction={})
 
     def resume(self) -> None:
@@ -476,21 +476,24 @@ class _EpisodeLoop:
             "invalid_action",
             protocol.invalid_action_nudge(native=self.native),
             give_up=Outcome(Status.COMPLETED, EndedBy.FORMAT_FAILURE, prediction={}),
-            give_up_reason="no usable action",
+            gave_up=[protocol.ACTION_NOT_RECOGNISED, protocol.NO_PARSEABLE_ACTION],
         )
 
     def repair(
-        self, reason: str, nudge: str, *, give_up: Outcome, give_up_reason: str, errors=()
+        self, reason: str, nudge: str, *, give_up: Outcome, gave_up: Sequence[str], errors=()
     ) -> Outcome | None:
-        """Nudge after a failed turn, or end the episode at the fourth failed turn in a row."""
+        """Nudge after a failed turn, or end the episode at the fourth failed turn in a row.
+
+        The end is recorded as the error steps ``gave_up`` (the official runner's messages).
+        """
         errors = list(errors)[: protocol.MAX_ERRORS_SHOWN]
         if self.failures < MAX_PROTOCOL_RETRIES:
             self.failures += 1
             result = {"reason": reason, "attempt": self.failures, "errors": errors}
             self.record(Kind.NUDGE, text=nudge, result=result)
             return None
-        detail = f": {'; '.join(errors)}" if errors else ""
-        self.record(Kind.ERROR, error=f"gave up after {self.failures} nudges: {give_up_reason}{detail}")
+        for message in gave_up:
+            self.record(Kind.ERROR, error=message)
         return give_up
 
     def final_answer(self, action: protocol.Action) -> Outcome | None:
@@ -514,7 +517,7 @@ class _EpisodeLoop:
                 give_up=Outcome(
                     Status.COMPLETED, EndedBy.FORMAT_FAILURE, final_answer=answer, prediction=answer
                 ),
-                give_up_reason="the final answer still fails the output schema",
+                gave_up=[protocol.SCHEMA_RECOVERY_EXHAUSTED + "; ".join(errors[: protocol.MAX_ERRORS_SHOWN])],
                 errors=errors,
             )
         self.failures = 0
@@ -530,7 +533,7 @@ class _EpisodeLoop:
                 "tool_budget",
                 protocol.TOOL_BUDGET_NUDGE,
                 give_up=Outcome(Status.COMPLETED, EndedBy.TOOL_CALL_LIMIT, prediction={}),
-                give_up_reason="tool calls past the tool-call budget",
+                gave_up=[protocol.TOOL_BUDGET_EXHAUSTED],
             )
         self.failures = 0
         executed = min(remaining, MAX_TOOL_CALLS_PER_TURN)

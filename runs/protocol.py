@@ -393,6 +393,14 @@ def is_empty_answer(answer: dict | None) -> bool:
 
 # ── what the environment says back ───────────────────────────────────────────────────────────
 
+# How an episode that ends without a valid answer is logged: the official runner's messages,
+# which the official trajectory files and runs.jsonl ``error`` carry.
+ACTION_NOT_RECOGNISED = "Action type not recognised."
+NO_PARSEABLE_ACTION = "protocol recovery exhausted: no parseable action"
+SCHEMA_RECOVERY_EXHAUSTED = "protocol recovery exhausted: final answer failed schema: "
+TOOL_BUDGET_EXHAUSTED = "tool budget exhausted before a valid final answer"
+MAX_TURNS_EXCEEDED = "max turns exceeded before a valid final answer"
+
 INVALID_TEXT_ACTION_NUDGE = (
     "I could not find an action in your last message. Reply with exactly one JSON action: either a "
     'tool call, {"action": "tool_call", "tool_name": "<one of the available tools>", "arguments": {...}}, '

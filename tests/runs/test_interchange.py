@@ -257,7 +257,12 @@ def test_a_format_failure_and_an_infrastructure_failure_as_official_rows(suite, 
     row = read_jsonl(tmp_path / "format" / "T3" / "runs.jsonl")[0]
     assert row["status"] == "completed" and row["usage"]["format_failure"] is True
     assert row["usage"]["protocol_retries"] == 3 and row["prediction"]["classification"] == "maybe"
-    assert row["error"].startswith("gave up after 3 nudges")
+    assert row["error"] == "protocol recovery exhausted: final answer failed schema: $.classification: value is not in enum"
+    events = read_jsonl(tmp_path / "format" / "T3" / "trajectories" / f"{row['scenario_id']}.jsonl")
+    assert [event["error"] for event in events if event["event_type"] == "error"] == [
+        *(f"final-answer schema repair {n}/3: $.classification: value is not in enum" for n in (1, 2, 3)),
+        row["error"],
+    ]  # the official runner's log of the same episode
     failed = read_jsonl(tmp_path / "failed" / "T4" / "runs.jsonl")[0]
     assert (failed["status"], failed["invalid"], failed["prediction"], failed["score"]) == ("failed", True, {}, {})
     assert failed["error"]

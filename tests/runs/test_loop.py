@@ -131,6 +131,11 @@ def kinds(episode):
     return list(episode.steps.values_list("kind", flat=True))
 
 
+def errors(episode):
+    """The episode's error steps, as the official runner logs the end of an unanswered episode."""
+    return list(episode.steps.filter(kind=Kind.ERROR).values_list("error", flat=True))
+
+
 def nudges(episode):
     return [step.result["reason"] for step in episode.steps.filter(kind=Kind.NUDGE)]
 
@@ -221,6 +226,7 @@ def test_turns_without_an_action_end_as_a_format_failure_with_an_empty_predictio
     assert episode.ended_by == Episode.EndedBy.FORMAT_FAILURE
     assert (episode.prediction, episode.final_answer) == ({}, None)
     assert episode.scores["correct"] is False
+    assert errors(episode) == ["Action type not recognised.", "protocol recovery exhausted: no parseable action"]
 
 
 def test_an_empty_text_turn_is_replayed_with_a_placeholder(make_run, server):
@@ -365,6 +371,7 @@ def test_tool_budget_nudge_then_tool_call_limit_with_an_empty_prediction(make_ru
     assert (episode.status, episode.ended_by) == (Status.COMPLETED, Episode.EndedBy.TOOL_CALL_LIMIT)
     assert (episode.prediction, episode.n_tool_calls, episode.n_turns) == ({}, 2, 6)
     assert episode.scores["correct"] is False
+    assert errors(episode) == ["tool budget exhausted before a valid final answer"]
 
 
 def test_turn_limit_ends_with_an_empty_prediction(make_run, server):
@@ -374,6 +381,7 @@ def test_turn_limit_ends_with_an_empty_prediction(make_run, server):
     assert episode.prediction == {}
     assert (episode.n_turns, len(server.requests)) == (2, 2)
     assert episode.scores["correct"] is False
+    assert errors(episode) == ["max turns exceeded before a valid final answer"]
 
 
 def test_run_limits_cannot_raise_the_task_limits(make_run, server):
