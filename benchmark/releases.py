@@ -715,13 +715,14 @@ def export_release(*, suite: Suite, out_dir: str | Path, with_data: bool = False
 
 def _place(source: Path, target: Path) -> None:
     """Move the file ``source`` to ``target`` on the same file system; FileExistsError if ``target`` exists."""
+    exists = FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), str(target))  # named by the target
     try:
         os.link(source, target)  # never replaces a file, unlike a rename
     except FileExistsError:
-        raise
+        raise exists from None
     except OSError:  # a file system without hard links
         if os.path.lexists(target):
-            raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), str(target)) from None
+            raise exists from None
         source.rename(target)
     else:
         source.unlink()

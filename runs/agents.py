@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from functools import cache
 from decimal import Decimal
 from typing import Any, Protocol
-from urllib.parse import urlsplit
 
 import numpy as np
 
@@ -263,9 +262,9 @@ def check_transport(model: str, api_base: str | None, requested: str | None = "a
                          f"not {model!r}.")  # fmt: skip
     if not api_base:
         raise ValueError(f"The direct transport needs the --api-base of the server that serves {model}.")
-    parts = urlsplit(api_base)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"The API base must be an http(s) URL, not {api_base!r}.")
+    problem = openai_http.api_base_problem(api_base)
+    if problem:
+        raise ValueError(problem)
 
 
 def choose_transport(model: str, api_base: str | None, requested: str = "auto") -> str:

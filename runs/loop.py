@@ -327,8 +327,8 @@ class _EpisodeLoop:
     def save_progress(self) -> None:
         """Store the counters so far; raise EpisodeLost if the episode no longer runs as this attempt."""
         values = self.usage_fields()
-        if statements.update_episode(self.episode.pk, values, status=Status.RUNNING, attempt=self.attempt) != 1:
-            raise statements.EpisodeLost(f"Episode {self.episode.pk} is no longer running as attempt {self.attempt}.")
+        changed = statements.update_episode(self.episode.pk, values, status=Status.RUNNING, attempt=self.attempt)
+        statements.still_running(changed, self.episode.pk, self.attempt)
 
     def record_attempts(self, attempts: Sequence[FailedAttempt]) -> None:
         for number, attempt in enumerate(attempts, start=1):

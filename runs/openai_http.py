@@ -164,6 +164,18 @@ def _send(connection: http.client.HTTPConnection, path: str, payload: bytes, hea
     return response.status, body, response.reason, response.getheader("Location")
 
 
+def api_base_problem(url: str) -> str | None:
+    """Why ``url`` cannot be an API base of the direct transport, or None when it can."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return f"The API base must be an http(s) URL, not {url!r}."
+    try:
+        parts.port
+    except ValueError:
+        return f"The API base has an invalid port: {url!r}."
+    return None
+
+
 def _post(url: str, payload: bytes, headers: dict, timeout: float) -> tuple[int, bytes, str, str | None]:
     """POST ``payload`` on this thread's connection to the server; return the status, body, reason phrase
     and ``Location`` header.
@@ -171,14 +183,12 @@ def _post(url: str, payload: bytes, headers: dict, timeout: float) -> tuple[int,
     When the server has closed a kept-alive connection in the meantime, the request is sent
     once more on a new one.
     """
+    problem = api_base_problem(url)
+    if problem:
+        raise APIConnectionError(problem)
     parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise APIConnectionError(f"The API base must be an http(s) URL, not {url!r}.")
     path = parts.path + (f"?{parts.query}" if parts.query else "")
-    try:
-        port = parts.port or (443 if parts.scheme == "https" else 80)  # http.client misreads "::1" alone
-    except ValueError as exc:
-        raise APIConnectionError(f"The API base has an invalid port: {url!r}.") from exc
+    port = parts.port or (443 if parts.scheme == "https" else 80)  # http.client misreads "::1" alone
     connection = _connection(parts.scheme, parts.hostname, port, timeout)
     try:
         return _send(connection, path, payload, headers, timeout)

@@ -70,8 +70,14 @@ def insert_step(step: Step, *, attempt: int | None = None) -> None:
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         stored = cursor.rowcount
-    if attempt is not None and stored != 1:
-        raise EpisodeLost(f"Episode {step.episode_id} is no longer running as attempt {attempt}.")
+    if attempt is not None:
+        still_running(stored, step.episode_id, attempt)
+
+
+def still_running(changed: int, episode_id: int, attempt: int) -> None:
+    """Raise EpisodeLost unless a write conditional on the episode running as ``attempt`` changed its row."""
+    if changed != 1:
+        raise EpisodeLost(f"Episode {episode_id} is no longer running as attempt {attempt}.")
 
 
 @cache
