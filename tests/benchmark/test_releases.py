@@ -560,8 +560,9 @@ def test_a_file_made_while_the_export_was_written_is_kept_and_the_export_undone(
         move_into(staging, target, relatives)
 
     monkeypatch.setattr(releases, "_move_into", someone_else_writes_first)
-    with pytest.raises(ReleaseError, match="benchmark.json: already exists"):
+    with pytest.raises(ReleaseError, match="benchmark.json: already exists") as raised:
         export_release(suite=suite, out_dir=out)
+    assert raised.value.problems == [f"{out / 'benchmark/benchmark.json'}: already exists"]  # not the staging copy
     assert (out / "benchmark/benchmark.json").read_text() == "theirs"
     assert sorted(str(path.relative_to(out)) for path in out.rglob("*")) == ["benchmark", "benchmark/benchmark.json"]
 

@@ -296,6 +296,7 @@ def test_an_unknown_transport_is_refused():
         ("anthropic/claude-sonnet-4-5", "https://gateway.example", "needs a model under"),
         ("openai/Qwen3-8B", None, "needs the --api-base"),
         ("openai/Qwen3-8B", "127.0.0.1:8001/v1", "must be an http\\(s\\) URL"),
+        ("openai/Qwen3-8B", "http://127.0.0.1:99999/v1", "invalid port"),
     ],
 )
 def test_the_direct_transport_is_refused_where_it_cannot_work(model, api_base, problem):
