@@ -4,6 +4,8 @@ import pytest
 from benchmark.models import Instance, ModelSpec, Release, Suite, Task
 from runs.services import create_run
 
+pytest_plugins = ["tests.ci_skips"]
+
 # One small instance per task, shaped like the official scenarios and answer keys.
 TINY_INSTANCES = {
     "T1": {
@@ -120,3 +122,4 @@ def run(suite, model_spec):
     """A pending run of ``model_spec`` on every task of ``suite``."""
     tasks = list(Task.objects.values_list("code", flat=True))
     return create_run(suite=suite, model=model_spec, tasks=tasks, name="tiny run")
+

@@ -1,7 +1,7 @@
 """Writers of the six raw datasets' layouts, filled with the synthetic signals of :mod:`.signals`.
 
 Each ``write_<dataset>(out_dir, *, seed)`` writes what the publisher distributes, in the publisher's
-layout and file formats (see ``/work/shared/data/*/PROVENANCE.md`` for the real files), so the demo
+layout and file formats (see ``tests/data/*/PROVENANCE.md`` for the real files), so the demo
 release is built by the same builders, through the same parsing, as a real one:
 
 - MedMCQA: ``train.json`` and ``dev.json`` JSON lines in MedMCQA's key order, ``cop`` 1-based;

@@ -1,7 +1,7 @@
 """Release directories for the release and prompt tests, built in a temporary folder.
 
-From the official files in ``../shared/upstream/benchmark`` (T1–T4 complete, T5/T6 as smoke lines), the
-real Bonn segments in ``../shared/data/bonn``, placeholder data files, and small synthetic EDF files.
+From the official files in ``tests/data/official`` (T1–T4 complete, T5/T6 as smoke lines), the real
+Bonn segments in ``tests/data/bonn``, placeholder data files, and small synthetic EDF files.
 """
 
 from __future__ import annotations
@@ -11,31 +11,19 @@ import shutil
 import struct
 from pathlib import Path
 
-import pytest
+from tests.datafiles import BONN, OFFICIAL as UPSTREAM
 
-REPO = Path(__file__).resolve().parents[2]
-SHARED = REPO.parent / "shared"
-UPSTREAM = SHARED / "upstream" / "benchmark"
-BONN = SHARED / "data" / "bonn"
 KINDS = ("scenarios", "runtime", "answer_keys")
-
-
-def need(path: Path) -> Path:
-    if not path.exists():
-        pytest.skip(f"{path} is not available")
-    return path
 
 
 def official_release(root: Path, tasks=("T1", "T2", "T3", "T4"), *, source: Path = UPSTREAM) -> Path:
     """A release at ``root`` with the official files of ``tasks`` and ``benchmark.json``; no data yet."""
-    need(source)
     for kind in KINDS:
         (root / "benchmark" / kind).mkdir(parents=True, exist_ok=True)
         for task in tasks:
             if (source / kind / f"{task}.jsonl").is_file():
                 shutil.copyfile(source / kind / f"{task}.jsonl", root / "benchmark" / kind / f"{task}.jsonl")
-    if (UPSTREAM / "benchmark.json").is_file():
-        shutil.copyfile(UPSTREAM / "benchmark.json", root / "benchmark" / "benchmark.json")
+    shutil.copyfile(UPSTREAM / "benchmark.json", root / "benchmark" / "benchmark.json")
     return root
 
 
@@ -71,7 +59,7 @@ def placeholder_data(root: Path, tasks, *, content: bytes = b"placeholder\n") ->
 def link_bonn(root: Path) -> None:
     """The real Bonn segments as the release's ``data/bonn/``."""
     (root / "data").mkdir(parents=True, exist_ok=True)
-    (root / "data" / "bonn").symlink_to(need(BONN), target_is_directory=True)
+    (root / "data" / "bonn").symlink_to(BONN, target_is_directory=True)
 
 
 def lines(path: Path) -> list[str]:

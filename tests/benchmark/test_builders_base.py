@@ -15,18 +15,10 @@ from benchmark.builders.base import (
 )
 from benchmark.scoring import score_task
 from benchmark.scoring.files import load_items
+from tests.datafiles import OFFICIAL
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared"
-OFFICIAL = SHARED / "upstream" / "benchmark"
 SCENARIO_KEYS = ["scenario_id", "task_id", "task_name", "dataset", "dataset_version", "records", "subjects",
                  "input", "access", "expected_output_schema", "evaluator", "release"]
-
-
-def official_path(relative: str) -> Path:
-    path = OFFICIAL / relative
-    if not path.is_file():
-        pytest.skip(f"official release file {path} not available")
-    return path
 
 
 def read_jsonl(path: Path) -> list[dict]:
@@ -66,7 +58,7 @@ def strip_descriptions(schema):
     ("T4", "scenarios/T4.jsonl"), ("T5", "smoke/scenarios/T5.jsonl"), ("T6", "smoke/scenarios/T6.jsonl"),
 ])
 def test_task_constants_match_the_official_scenarios(task_id, official):
-    scenario = read_jsonl(official_path(official))[0]
+    scenario = read_jsonl(OFFICIAL / official)[0]
     fmt = TASK_FORMATS[task_id]
     assert (fmt.task_name, fmt.dataset, fmt.dataset_version) == (
         scenario["task_name"], scenario["dataset"], scenario["dataset_version"])
@@ -76,7 +68,7 @@ def test_task_constants_match_the_official_scenarios(task_id, official):
 
 
 def test_benchmark_json_task_entries_match_the_official_one(tmp_path):
-    official = json.loads(official_path("benchmark.json").read_text())
+    official = json.loads((OFFICIAL / "benchmark.json").read_text())
     assert list(OFFICIAL_TOOLS) == official["official_tools"]
     for task_id, entry in official["tasks"].items():
         fmt = TASK_FORMATS[task_id]

@@ -7,16 +7,8 @@ import pytest
 
 from benchmark.builders import bonn, build
 from benchmark.builders.base import BuildError
+from tests.datafiles import BONN, OFFICIAL
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared"
-BONN = SHARED / "data" / "bonn"
-OFFICIAL = SHARED / "upstream" / "benchmark"
-
-
-def shared(path: Path) -> Path:
-    if not path.exists():
-        pytest.skip(f"shared data {path} not available")
-    return path
 
 
 def jsonl(path: Path) -> dict[str, dict]:
@@ -40,11 +32,11 @@ def small_layout(root: Path) -> Path:
 
 
 def test_real_segments_get_the_official_labels_metadata_and_paths():
-    candidates = bonn.collect(shared(BONN))
+    candidates = bonn.collect(BONN)
     assert [c.scenario_id for c in candidates][:2] == ["c3_routine_bonn_Z001", "c3_routine_bonn_Z002"]
     assert {(c.scenario_id[16], c.label) for c in candidates} == {("Z", "normal"), ("O", "normal"),
                                                                   ("S", "epileptic")}
-    scenarios = jsonl(shared(OFFICIAL / "scenarios" / "T3.jsonl"))
+    scenarios = jsonl(OFFICIAL / "scenarios" / "T3.jsonl")
     keys = jsonl(OFFICIAL / "answer_keys" / "T3.jsonl")
     runtime = jsonl(OFFICIAL / "runtime" / "T3.jsonl")
     overlap = [c for c in candidates if c.scenario_id in scenarios]
@@ -58,7 +50,7 @@ def test_real_segments_get_the_official_labels_metadata_and_paths():
 
 
 def test_real_files_are_copied_unchanged_with_their_4097_lines(tmp_path):
-    report = build("bonn", shared(BONN), tmp_path / "release")
+    report = build("bonn", BONN, tmp_path / "release")
     assert report.pool == {"Z": 20, "O": 20, "S": 20}
     assert report.selected == {"Z": 10, "O": 10, "S": 20}
     copied = tmp_path / "release" / "data" / "bonn" / "S" / "S001.txt"

@@ -12,18 +12,17 @@ import pytest
 
 from benchmark.builders.base import BuildError
 from benchmark.builders.chbmit import collect, parse_summary
+from tests.datafiles import CHBMIT, OFFICIAL
 
-SHARED = Path("/work/shared")
-CHBMIT = SHARED / "data" / "chbmit"
-ANSWER_KEY = SHARED / "upstream" / "benchmark" / "answer_keys" / "T5.jsonl"
-SMOKE_SCENARIOS = SHARED / "upstream" / "benchmark" / "smoke" / "scenarios" / "T5.jsonl"
+ANSWER_KEY = OFFICIAL / "answer_keys" / "T5.jsonl"
+SMOKE_SCENARIOS = OFFICIAL / "smoke" / "scenarios" / "T5.jsonl"
 SUMMARIES = sorted(CHBMIT.glob("chb*/chb*-summary.txt"))
 
-# The shared chb13, chb16 and chb24 summaries are the PaFESD project's edited copies
+# The chb13, chb16 and chb24 summaries in tests/data are the PaFESD project's edited copies
 # (PPMC-DAC/PaFESD-Epileptic-Seizure-Detection tracks only its own chb12/13/16/24 summaries), not
 # PhysioNet's: they lengthen the seizures below and add a third seizure to chb24_01 (and the
 # seizures of chb24_18, which PhysioNet's RECORDS-WITH-SEIZURES does not list). The official answer
-# key has PhysioNet's values. Each entry is (what the shared copy says, what the official key says);
+# key has PhysioNet's values. Each entry is (what our copy says, what the official key says);
 # with PhysioNet's own summaries in place the parser gives the second.
 EDITED_SUMMARY_SEIZURES = {
     "chb13_55": ([[458.0, 508.0], [2436.0, 2482.0]], [[458.0, 478.0], [2436.0, 2454.0]]),
@@ -53,7 +52,7 @@ def official_gold() -> dict[str, dict]:
 
 
 def test_all_24_summaries_parse_with_their_totals():
-    # totals of the shared copies; PhysioNet's own summaries have 198 seizures (see above)
+    # totals of our copies; PhysioNet's own summaries have 198 seizures (see above)
     entries = [entry for summary in SUMMARIES for entry in parse_summary(summary)]
     assert len(SUMMARIES) == 24
     assert len(entries) == 677

@@ -9,15 +9,8 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from benchmark import builders
+from tests.datafiles import BONN
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared"
-BONN = SHARED / "data" / "bonn"
-
-
-def bonn_raw() -> Path:
-    if not BONN.exists():
-        pytest.skip(f"shared data {BONN} not available")
-    return BONN
 
 
 def run(*args) -> str:
@@ -50,7 +43,7 @@ def test_screening_runs_remove_the_easy_instances_before_balancing(tmp_path):
     all_ids = [f"c3_routine_bonn_{s}{i:03d}" for s in "ZOS" for i in range(1, 21)]
     easy = {f"c3_routine_bonn_S{i:03d}" for i in range(1, 6)} | {"c3_routine_bonn_Z001"}
     files = [panel_file(tmp_path / f"model{m}.jsonl", easy, all_ids) for m in range(5)]
-    output = run("bonn", bonn_raw(), "--out", tmp_path / "release", "--screen-runs", ",".join(map(str, files)))
+    output = run("bonn", BONN, "--out", tmp_path / "release", "--screen-runs", ",".join(map(str, files)))
     kept = scenario_ids(tmp_path / "release", "T3")
     assert not easy & set(kept)
     assert sum("_S" in s for s in kept) == 14 and sum("_Z" in s for s in kept) == 7
@@ -58,7 +51,7 @@ def test_screening_runs_remove_the_easy_instances_before_balancing(tmp_path):
 
 
 def test_explicit_targets(tmp_path):
-    run("bonn", bonn_raw(), "--out", tmp_path / "r", "--balance-targets", "Z=3,O=4,S=5",
+    run("bonn", BONN, "--out", tmp_path / "r", "--balance-targets", "Z=3,O=4,S=5",
         "--name", "Mine", "--version", "2.0")
     description = json.loads((tmp_path / "r" / "benchmark" / "benchmark.json").read_text())
     assert description["tasks"]["T3"]["count"] == 12

@@ -1,6 +1,6 @@
 """T4 builder: ds004504's participants.tsv and BIDS sidecars, with tiny EEGLAB files made here.
 
-The shared copy of ds004504 has every sidecar but no .set (those are 12-52 MB
+Our copy of ds004504 (tests/data/ds004504) has every sidecar but no .set (those are 12-52 MB
 git-annex files), so the tests write small single-file EEGLAB sets that MNE reads.
 """
 
@@ -16,16 +16,8 @@ import scipy.io
 
 from benchmark.builders import build, ds004504
 from benchmark.builders.base import BuildError
+from tests.datafiles import DS004504, OFFICIAL
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared"
-DS004504 = SHARED / "data" / "ds004504"
-OFFICIAL = SHARED / "upstream" / "benchmark"
-
-
-def shared(path: Path) -> Path:
-    if not path.exists():
-        pytest.skip(f"shared data {path} not available")
-    return path
 
 
 def jsonl(path: Path) -> dict[str, dict]:
@@ -53,7 +45,7 @@ def write_set(path: Path, channel_names, sfreq=500.0, n_times=50, *, separate_da
 
 def bids_copy(root: Path, subjects=None) -> Path:
     """participants.tsv and the sidecars of ``subjects`` (all by default), each with a tiny .set."""
-    source = shared(DS004504)
+    source = DS004504
     root.mkdir(parents=True, exist_ok=True)
     lines = (source / "participants.tsv").read_bytes().split(b"\r\n")
     keep = [lines[0]] + [line for line in lines[1:] if subjects is None or line.split(b"\t")[0].decode() in subjects]
@@ -68,9 +60,9 @@ def bids_copy(root: Path, subjects=None) -> Path:
 
 
 def test_every_official_t4_subject_has_its_official_label_in_participants_tsv():
-    participants = {p.participant_id: p for p in ds004504.read_participants(shared(DS004504 / "participants.tsv"))}
+    participants = {p.participant_id: p for p in ds004504.read_participants(DS004504 / "participants.tsv")}
     assert Counter(p.label for p in participants.values()) == {"AD": 36, "HC": 29, "FTD": 23}
-    keys = jsonl(shared(OFFICIAL / "answer_keys" / "T4.jsonl"))
+    keys = jsonl(OFFICIAL / "answer_keys" / "T4.jsonl")
     assert len(keys) == 69
     for scenario_id, row in keys.items():
         subject = scenario_id.split("_")[3]
@@ -80,7 +72,7 @@ def test_every_official_t4_subject_has_its_official_label_in_participants_tsv():
 def test_full_pool_reproduces_the_official_metadata_and_balances_to_23_each(tmp_path):
     raw = bids_copy(tmp_path / "raw")
     candidates = ds004504.collect(raw)
-    official = jsonl(shared(OFFICIAL / "scenarios" / "T4.jsonl"))
+    official = jsonl(OFFICIAL / "scenarios" / "T4.jsonl")
     runtime = jsonl(OFFICIAL / "runtime" / "T4.jsonl")
     by_id = {c.scenario_id: c for c in candidates}
     assert len(candidates) == 88 and set(official) <= set(by_id)
@@ -145,10 +137,10 @@ def test_malformed_participant_rows(tmp_path, old, new, message):
         ds004504.collect(raw)
 
 
-def test_the_shared_sidecars_alone_are_refused_with_the_missing_set_named():
+def test_the_sidecars_alone_are_refused_with_the_missing_set_named():
     with pytest.raises(BuildError, match=r"sub-001/eeg/sub-001_task-eyesclosed_eeg.set: missing "
                                          r"\(participants.tsv line 2 lists sub-001\)"):
-        ds004504.collect(shared(DS004504))
+        ds004504.collect(DS004504)
 
 
 def test_a_set_that_is_not_a_matlab_file_is_refused(tmp_path):

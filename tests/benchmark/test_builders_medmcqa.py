@@ -7,17 +7,10 @@ import pytest
 
 from benchmark.builders.base import BuildError
 from benchmark.builders.medmcqa import collect, eeg_strict_categories, shuffle_options
+from tests.datafiles import MEDMCQA, OFFICIAL
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared"
-OFFICIAL_T1 = SHARED / "upstream" / "benchmark" / "scenarios" / "T1.jsonl"
-OFFICIAL_T1_KEY = SHARED / "upstream" / "benchmark" / "answer_keys" / "T1.jsonl"
-MEDMCQA = SHARED / "data" / "medmcqa"
-
-
-def shared(path: Path) -> Path:
-    if not path.exists():
-        pytest.skip(f"shared data {path} not available")
-    return path
+OFFICIAL_T1 = OFFICIAL / "scenarios" / "T1.jsonl"
+OFFICIAL_T1_KEY = OFFICIAL / "answer_keys" / "T1.jsonl"
 
 
 def jsonl(path: Path) -> list[dict]:
@@ -37,15 +30,15 @@ def write_split(directory: Path, rows: list, name: str = "train.json") -> Path:
 
 
 def test_filter_gives_every_official_question_its_official_categories():
-    for scenario in jsonl(shared(OFFICIAL_T1)):
+    for scenario in jsonl(OFFICIAL_T1):
         assert eeg_strict_categories(scenario["input"]["question"]) == scenario["input"]["eeg_strict_categories"], (
             scenario["scenario_id"])
 
 
 def test_shuffle_reproduces_the_official_options_and_gold_for_the_question_in_the_dev_split():
-    official = {row["scenario_id"]: row for row in jsonl(shared(OFFICIAL_T1))}
-    keys = {row["scenario_id"]: row["gold"] for row in jsonl(shared(OFFICIAL_T1_KEY))}
-    built = {c.scenario_id: c for c in collect(shared(MEDMCQA))}
+    official = {row["scenario_id"]: row for row in jsonl(OFFICIAL_T1)}
+    keys = {row["scenario_id"]: row["gold"] for row in jsonl(OFFICIAL_T1_KEY)}
+    built = {c.scenario_id: c for c in collect(MEDMCQA)}
     overlap = sorted(set(official) & set(built))
     assert overlap == ["k0_medmcqa_42924e5a-723d-478f-ab78-a46ec8e8041b"]
     for scenario_id in overlap:
@@ -54,7 +47,7 @@ def test_shuffle_reproduces_the_official_options_and_gold_for_the_question_in_th
 
 
 def test_dev_split_yields_its_eeg_strict_questions_only():
-    built = [c.scenario_id[len("k0_medmcqa_"):len("k0_medmcqa_") + 8] for c in collect(shared(MEDMCQA))]
+    built = [c.scenario_id[len("k0_medmcqa_"):len("k0_medmcqa_") + 8] for c in collect(MEDMCQA)]
     # EEG in the question (605c9835), MMN (42924e5a), BERA (8b538660); not EEG only in the
     # explanation (77d35e3d), not the ECG delta wave (e7173db8), not the multi-choice brain death one.
     assert sorted(built) == ["42924e5a", "605c9835", "8b538660"]

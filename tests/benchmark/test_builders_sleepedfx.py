@@ -16,11 +16,10 @@ import pytest
 from benchmark.builders.base import BuildError
 from benchmark.builders.edf_cut import cut_records, read_annotations, read_header
 from benchmark.builders.sleepedfx import collect, edge_wake_trim, epoch_labels, night_candidate
+from tests.datafiles import OFFICIAL, SLEEP_EDFX as SLEEP
 
-SHARED = Path("/work/shared")
-SLEEP = SHARED / "data" / "sleep-edfx"
 SHORT_PSG = SLEEP / "short_psg.edf"  # the first 10 records of the real SC4001E0-PSG.edf
-SMOKE_SCENARIO = SHARED / "upstream" / "benchmark" / "smoke" / "scenarios" / "T6.jsonl"
+SMOKE_SCENARIO = OFFICIAL / "smoke" / "scenarios" / "T6.jsonl"
 PSG_RECORD_BYTES = 18240  # 3 x 3000 + 4 x 30 samples of int16 per 30-s record
 PSG_HEADER_BYTES = 2048
 

@@ -2,16 +2,12 @@
 
 import json
 from io import StringIO
-from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
 
-UPSTREAM = Path(__file__).resolve().parents[2].parent / "shared" / "upstream" / "benchmark"
-needs_upstream = pytest.mark.skipif(
-    not (UPSTREAM / "answer_keys").is_dir(),
-    reason="the official answer keys (../shared/upstream/benchmark) are not beside this checkout",
-)
+from tests.datafiles import OFFICIAL as UPSTREAM
+
 
 
 def _score(scenarios, key, predictions):
@@ -29,7 +25,6 @@ def _gold_lines(task):
     return [json.loads(line) for line in (UPSTREAM / "answer_keys" / f"{task}.jsonl").read_text().splitlines()]
 
 
-@needs_upstream
 @pytest.mark.parametrize("task, answer_field, gold_field, count", [
     ("T1", "answer", "answer", 38), ("T2", "classification", "label", 300),
     ("T3", "classification", "label", 188), ("T4", "classification", "label", 69),
@@ -47,7 +42,6 @@ def test_gold_answers_score_perfectly_and_officially(tmp_path, task, answer_fiel
     assert result["metrics"].get("macro_f1", 1.0) == 1.0
 
 
-@needs_upstream
 def test_always_answering_a_on_t1_scores_0_395(tmp_path):
     predictions = _write_jsonl(tmp_path / "runs.jsonl", [
         {"scenario_id": row["scenario_id"], "prediction": {"answer": "A"}} for row in _gold_lines("T1")
@@ -56,7 +50,6 @@ def test_always_answering_a_on_t1_scores_0_395(tmp_path):
     assert round(result["metrics"]["accuracy"], 3) == 0.395
 
 
-@needs_upstream
 def test_missing_prediction_lines_score_empty_and_are_not_official(tmp_path):
     rows = _gold_lines("T3")
     predictions = _write_jsonl(tmp_path / "runs.jsonl", [
@@ -80,7 +73,6 @@ def _t5_scenarios(tmp_path, rows):
     return _write_jsonl(tmp_path / "T5_scenarios.jsonl", scenarios)
 
 
-@needs_upstream
 def test_t5_official_answer_key_scored_against_itself(tmp_path):
     rows = _gold_lines("T5")
     predictions = _write_jsonl(tmp_path / "runs.jsonl", [
@@ -100,7 +92,6 @@ def test_t5_official_answer_key_scored_against_itself(tmp_path):
     assert chb11_99["n_gold_processed"] == 3
 
 
-@needs_upstream
 def test_t5_silence_everywhere_scores_zero_event_f1(tmp_path):
     rows = _gold_lines("T5")
     predictions = _write_jsonl(tmp_path / "runs.jsonl", [

@@ -1,6 +1,7 @@
 """The pages in a real browser: headless Debian Chromium driven by Selenium against the live server.
 
-Skipped when Chromium, its driver or Selenium is missing. With ``EEGAB_SCREENSHOTS=1`` the
+Skipped when Debian's Chromium or its driver is missing (``apt-get install chromium chromium-driver``),
+except under ``CI=true``, where a skip fails the run (``tests/conftest.py``). With ``EEGAB_SCREENSHOTS=1`` the
 leaderboard and an episode page are saved to ``docs/screenshots/`` (for the README).
 """
 import os
@@ -9,6 +10,9 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 from django.urls import reverse
+from selenium import webdriver
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from benchmark.models import Task
 from leaderboard.services import import_published
@@ -22,10 +26,6 @@ CHROMIUM_FLAGS = (
 )  # fmt: skip
 WAIT_SEC = 30
 SCREENSHOTS = settings.BASE_DIR / "docs" / "screenshots"
-
-webdriver = pytest.importorskip("selenium.webdriver", reason="Selenium is not installed (pip install selenium)")
-from selenium.webdriver.common.by import By  # noqa: E402
-from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 
 pytestmark = [
     pytest.mark.slow,

@@ -311,6 +311,7 @@ def shared_database(tmp_path, django_db_setup, django_db_blocker):
         yield
 
 
+@pytest.mark.sqlite_file
 def test_a_sync_run_plays_model_episodes_on_a_thread_pool(shared_database, monkeypatch):
     from benchmark.models import Task
     from tests.conftest import TINY_INSTANCES

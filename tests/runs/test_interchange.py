@@ -20,6 +20,7 @@ from runs.interchange import InterchangeError, export_run, import_official_run, 
 from runs.loop import replay_messages
 from runs.models import Episode, Run, Status, Step
 from runs.services import create_run
+from tests.datafiles import OFFICIAL as UPSTREAM
 from tests.runs import fake_llm
 from tests.runs.demo_suite import import_demo
 from tests.runs.fake_llm import FakeLLM
@@ -27,10 +28,7 @@ from tests.runs.test_protocol import OUTPUT_SCHEMAS
 
 pytestmark = pytest.mark.django_db
 
-UPSTREAM = Path("/work/shared/upstream/benchmark")
-if not UPSTREAM.is_dir():
-    UPSTREAM = Path(__file__).resolve().parents[2] / "upstream" / "benchmark"
-RESULT_SCHEMA = json.loads((UPSTREAM / "schemas" / "result.schema.json").read_text()) if UPSTREAM.is_dir() else None
+RESULT_SCHEMA = json.loads((UPSTREAM / "schemas" / "result.schema.json").read_text())
 
 Kind = Step.Kind
 
@@ -92,8 +90,7 @@ def check_official_formats(run, out):
         *run.tasks, "benchmark_summary.json"}
     for task in run.tasks:
         [row] = read_jsonl(out / task / "runs.jsonl")
-        if RESULT_SCHEMA is not None:
-            jsonschema.validate(row, RESULT_SCHEMA)
+        jsonschema.validate(row, RESULT_SCHEMA)
         assert list(row) == ROW_KEYS and set(row["usage"]) <= USAGE_KEYS | {"reasoning_tokens"}
         assert row["status"] == "completed" and row["invalid"] is False and row["error"] is None
         assert not any("gold" in details for details in row["score_details"].values())
@@ -331,7 +328,6 @@ def official_summaries(tmp_path):
     return summaries
 
 
-@pytest.mark.skipif(not UPSTREAM.is_dir(), reason="the official release files are not available")
 def test_complete_task_summaries_have_the_official_layout(tmp_path):
     for task, summary in official_summaries(tmp_path).items():
         official = official_task_summary(summary)

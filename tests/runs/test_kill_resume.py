@@ -54,6 +54,7 @@ def start_cluster(database, tmp_path, name):
     )
 
 
+@pytest.mark.sqlite_file
 def test_a_killed_worker_leaves_its_episode_rerunnable_and_resume_scores_every_episode_once(
     shared_database, tmp_path, monkeypatch
 ):

@@ -5,15 +5,11 @@ the MNE ``RawArray`` the official implementation would load for the same signal,
 oracle in ``bench/official_tools.py`` runs on. The ``episode`` fixture makes
 :func:`tools_app.call_tool` open a given recording whatever the path.
 """
-from pathlib import Path
-
 import mne
 import numpy as np
 
 from tools_app.recording import Recording
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared"
-DATA = SHARED / "data"
 RECORD_ID = "rec-test"
 
 

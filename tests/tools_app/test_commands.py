@@ -6,11 +6,11 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from tests.tools_app.recordings import DATA
+from tests.datafiles import BONN, SLEEP_EDFX
 from tools_app import TOOL_NAMES
 
-SLEEP_CROP = DATA / "sleep-edfx" / "short_psg.edf"
-BONN = DATA / "bonn" / "Z" / "Z001.txt"
+SLEEP_CROP = SLEEP_EDFX / "short_psg.edf"
+BONN_Z001 = BONN / "Z" / "Z001.txt"
 
 
 def _output(*args, **options):
@@ -19,31 +19,22 @@ def _output(*args, **options):
     return out.getvalue()
 
 
-@pytest.fixture
-def sleep_crop():
-    if not SLEEP_CROP.exists():
-        pytest.skip(f"{SLEEP_CROP} is not in ../shared/data")
-    return SLEEP_CROP
-
-
-def test_call_tool_prints_the_result(sleep_crop):
-    printed = _output("call_tool", str(sleep_crop), "compute_band_power", "--args",
+def test_call_tool_prints_the_result():
+    printed = _output("call_tool", str(SLEEP_CROP), "compute_band_power", "--args",
                       '{"channels": ["EEG Fpz-Cz"], "tmin": 0, "tmax": 30}', "--record-id", "night-1")
     result = json.loads(printed)
     assert next(iter(result)) == "_meta" and result["record_id"] == "night-1"
     assert result["channels"][0]["channel"] == "EEG Fpz-Cz"
 
 
-def test_call_tool_prints_error_objects_without_the_path(sleep_crop):
-    result = json.loads(_output("call_tool", str(sleep_crop), "compute_psd", "--args", '{"record_id": "other"}',
+def test_call_tool_prints_error_objects_without_the_path():
+    result = json.loads(_output("call_tool", str(SLEEP_CROP), "compute_psd", "--args", '{"record_id": "other"}',
                                 "--record-id", "night-1"))
     assert result["error_code"] == "unknown_record" and "short_psg" not in result["error"]
 
 
 def test_call_tool_passes_metadata_and_defaults_the_record_id():
-    if not BONN.exists():
-        pytest.skip(f"{BONN} is not in ../shared/data")
-    result = json.loads(_output("call_tool", str(BONN), "get_recording_info", "--metadata",
+    result = json.loads(_output("call_tool", str(BONN_Z001), "get_recording_info", "--metadata",
                                 '{"sampling_rate": 173.61, "channel_names": ["Cz"]}', "--indent", "0"))
     assert result["record_id"] == "record" and result["channel_names"] == ["Cz"] and result["sampling_rate"] == 173.6
 

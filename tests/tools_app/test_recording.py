@@ -13,10 +13,10 @@ import pytest
 import scipy.fft
 import scipy.io
 
+from tests.datafiles import BONN, SLEEP_EDFX
 from tools_app.edf import band_limited_samples, unique_channel_names
 from tools_app.recording import RecordingError, clear_recording_cache, open_recording
 
-SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 CHB_LABELS = (
     "FP1-F7 F7-T7 T7-P7 P7-O1 FP1-F3 F3-C3 C3-P3 P3-O1 FP2-F4 F4-C4 C4-P4 P4-O2 FP2-F8 F8-T8 T8-P8 "
     "P8-O2 FZ-CZ CZ-PZ P7-T7 T7-FT9 FT9-FT10 FT10-T8 T8-P8"
@@ -28,22 +28,6 @@ def _fresh_cache():
     clear_recording_cache()
     yield
     clear_recording_cache()
-
-
-def shared_file(relative: str) -> Path:
-    """A file of ../shared/data, or a skip when the shared data are not beside this checkout."""
-    path = SHARED_DATA / relative
-    if not path.is_file():
-        pytest.skip(f"{relative} is not in the shared data (../shared/data beside this checkout)")
-    return path
-
-
-def shared_files(pattern: str, limit: int = 2):
-    """Parameters for up to ``limit`` shared files matching ``pattern`` (one skip when there are none)."""
-    found = sorted(SHARED_DATA.glob(pattern))[:limit] if SHARED_DATA.is_dir() else []
-    if not found:
-        return [pytest.param(None, marks=pytest.mark.skip(reason=f"no real {pattern} in ../shared/data"))]
-    return [pytest.param(path, id=path.name) for path in found]
 
 
 def mne_edf(path):
@@ -197,7 +181,7 @@ def pyedflib_edf(path, labels, rates, seconds, *, prefilter="HP:0.5Hz LP:70Hz"):
 
 
 def test_sleep_edf_crop_matches_mne():
-    path = shared_file("sleep-edfx/short_psg.edf")
+    path = SLEEP_EDFX / "short_psg.edf"
     recording = open_recording(path)
     raw = mne_edf(path)
     assert recording.sfreq == 100.0 and len(recording.ch_names) == 7 and recording.n_times == 30000
@@ -205,31 +189,11 @@ def test_sleep_edf_crop_matches_mne():
     assert_matches_raw(recording, raw, slices(recording.n_times, record=3000))
 
 
-@pytest.mark.parametrize("path", shared_files("chbmit/**/*.edf"))
-def test_real_chbmit_edf_matches_mne(path):
-    recording = open_recording(path)
-    assert_matches_raw(recording, mne_edf(path), slices(recording.n_times, record=256))
-
-
-@pytest.mark.parametrize("path", shared_files("ds004504/**/*.set"))
-def test_real_eeglab_set_matches_mne(path):
-    raw = mne.io.read_raw_eeglab(path, preload=True, verbose="error")
-    recording = open_recording(path)
-    assert_matches_raw(recording, raw, slices(recording.n_times, record=500))
-
-
-@pytest.mark.parametrize("path", shared_files("eegdenoisenet/**/*.npy"))
-def test_real_eegdenoisenet_npy_matches_official_loader(path):
-    data = np.load(path)
-    recording = open_recording(path, metadata={"sampling_rate": 256.0, "channel_names": ["EEG"]})
-    np.testing.assert_array_equal(recording.get_data(), np.atleast_2d(np.asarray(data, float)) * 1e-6)
-
-
 @pytest.mark.parametrize(
     "hypnogram", ["SC4001EC-Hypnogram.edf", "SC4002EC-Hypnogram.edf", "SC4011EH-Hypnogram.edf"]
 )
 def test_annotation_only_edf_is_not_a_recording(hypnogram):
-    path = shared_file(f"sleep-edfx/{hypnogram}")
+    path = SLEEP_EDFX / hypnogram
     assert mne_edf(path).ch_names == []  # MNE gives a raw without channels
     with pytest.raises(RecordingError, match="no signal channels"):
         open_recording(path)
@@ -237,7 +201,7 @@ def test_annotation_only_edf_is_not_a_recording(hypnogram):
 
 @pytest.mark.parametrize("segment", ["Z/Z001.txt", "O/O002.txt", "N/N001.TXT", "F/F003.txt", "S/S001.txt"])
 def test_bonn_segment_matches_official_loader(segment):
-    path = shared_file(f"bonn/{segment}")
+    path = BONN / segment
     official = mne.io.RawArray(
         np.loadtxt(path, dtype=float)[np.newaxis, :] * 1e-6,
         mne.create_info(["EEG"], 173.61, ["eeg"]),
@@ -249,7 +213,7 @@ def test_bonn_segment_matches_official_loader(segment):
 
 
 def test_bonn_metadata_sets_rate_and_name():
-    path = shared_file("bonn/S/S001.txt")
+    path = BONN / "S" / "S001.txt"
     recording = open_recording(path, metadata={"sampling_rate": 200, "channel_names": ["Fz", "ignored"]})
     assert (recording.sfreq, recording.ch_names, recording.lowpass) == (200.0, ["Fz"], 100.0)
     assert open_recording(path).sfreq == 173.61

@@ -7,10 +7,12 @@ import json
 
 import mne
 import numpy as np
+import pyedflib
 import pytest
 
 from bench import official_tools
-from tests.tools_app.recordings import DATA, RECORD_ID, make_raw, make_recording, noise, run, same_result, sine
+from tests.datafiles import BONN, SLEEP_EDFX
+from tests.tools_app.recordings import RECORD_ID, make_raw, make_recording, noise, run, same_result, sine
 from tools_app import TOOL_NAMES, call_tool
 from tools_app.errors import ErrorCode
 
@@ -177,12 +179,6 @@ def test_asymmetry_does_not_apply_to_bipolar_montages(episode):
 
 # ---------------------------------------------------------------------- real files
 
-def _skip_without(path):
-    if not path.exists():
-        pytest.skip(f"{path} is not in ../shared/data")
-    return path
-
-
 def _real_calls(channel):
     return [
         ("get_recording_info", {}), ("get_channel_list", {}), ("compute_noise_metrics", {}),
@@ -194,7 +190,7 @@ def _real_calls(channel):
 
 
 def test_a_bonn_segment_gives_the_official_values():
-    path = _skip_without(DATA / "bonn" / "S" / "S001.txt")
+    path = BONN / "S" / "S001.txt"
     metadata = {"sampling_rate": 173.61, "channel_names": ["EEG"]}
     raw = mne.io.RawArray(np.loadtxt(path)[np.newaxis] * 1e-6, mne.create_info(["EEG"], 173.61, "eeg"), verbose="ERROR")
     for tool_name, arguments in _real_calls("EEG"):
@@ -206,7 +202,7 @@ def test_a_bonn_segment_gives_the_official_values():
 
 
 def test_the_sleep_edf_crop_gives_mne_values():
-    path = _skip_without(DATA / "sleep-edfx" / "short_psg.edf")
+    path = SLEEP_EDFX / "short_psg.edf"
     raw = mne.io.read_raw_edf(path, preload=True, verbose="ERROR")
     for tool_name, arguments in _real_calls("EEG Fpz-Cz"):
         arguments = {"record_id": "sleep-1", **arguments}
@@ -222,7 +218,6 @@ CHB_CHANNELS = ["FP1-F7", "F7-T7", "T7-P7", "P7-O1", "FP1-F3", "F3-C3", "C3-P3",
 @pytest.fixture
 def chb_like_edf(tmp_path):
     """A 2-minute CHB-MIT-style EDF: bipolar names, a repeated T8-P8 and two '-' dummies."""
-    pyedflib = pytest.importorskip("pyedflib")
     path = tmp_path / "chb-like.edf"
     sfreq, seconds = 256, 120
     rng = np.random.default_rng(30)
@@ -285,7 +280,7 @@ def test_rejects_a_foreign_record_id_without_listing_records(montage, other):
     assert "bonn" not in message and "S001" not in message
 
 
-@pytest.mark.parametrize("record_id", ["/work/shared/data/bonn/S/S001.txt", "../S/S001.txt", "S001.txt", "C:\\data\\x.edf", "~/x"])
+@pytest.mark.parametrize("record_id", ["/srv/eeg/bonn/S/S001.txt", "../S/S001.txt", "S001.txt", "C:\\data\\x.edf", "~/x"])
 def test_rejects_a_path_as_record_id(montage, record_id):
     result = call_tool("/data/bonn/Z/Z001.txt", "compute_psd", {"record_id": record_id})
     message = _error(result, ErrorCode.UNKNOWN_RECORD)
