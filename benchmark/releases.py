@@ -52,6 +52,7 @@ RELEASE_TREES = ("benchmark", "data")
 RECORD_ID_PREFIX = "rec_"
 _RECORD_ID_ALPHABET = "abcdefghijklmnopqrstuvwxyz234567"  # base32, lower case
 _RECORD_ID_LENGTH = 10
+_RELEASE_ID_SHAPE = re.compile(r"(?P<prefix>.*?)(?P<digits>[0-9]+)")
 _SUBJECT_PATTERNS = {
     "T4": re.compile(r"(sub-[A-Za-z0-9]+)"),
     "T6": re.compile(r"(S[CT]\d{3})\d"),  # Sleep-EDF SC4ssN / ST7ssN: subject ss, night N
@@ -416,13 +417,34 @@ def release_manifest(root: Path) -> dict[str, dict]:
     return manifest
 
 
-def new_record_id(taken: set[str]) -> str:
-    """A random opaque record id (``rec_`` + 10 base32 characters) not in ``taken``."""
+def new_record_id(taken: set[str], *, like: str = "") -> str:
+    """A random opaque record id not in ``taken``, shaped like the release's own id ``like``.
+
+    A release id that ends in digits (``EEG_0002``, ``EPOCH_00001``) gives an id with the same
+    prefix and as many random digits (``EEG_4817``), never the release id itself: a tool reports
+    the size of its own output, which holds the id, so the sizes a model reads stay the official
+    runner's. Any other id (none, for T1) gives ``rec_`` and 10 random base32 characters.
+
+    Raises
+    ------
+    ValueError
+        When every id of that shape is taken.
+    """
+    shape = _RELEASE_ID_SHAPE.fullmatch(like)
+    if shape is None:
+        def draw() -> str:
+            return RECORD_ID_PREFIX + "".join(secrets.choice(_RECORD_ID_ALPHABET) for _ in range(_RECORD_ID_LENGTH))
+    else:
+        prefix, width = shape["prefix"], len(shape["digits"])
+        used = sum(1 for record_id in taken if len(record_id) == len(like) and record_id.startswith(prefix))
+        if used + 1 >= 10**width:
+            raise ValueError(f"every record id of the shape {prefix}{'N' * width} is taken")
+
+        def draw() -> str:
+            return f"{prefix}{secrets.randbelow(10**width):0{width}d}"
     while True:
-        record_id = RECORD_ID_PREFIX + "".join(
-            secrets.choice(_RECORD_ID_ALPHABET) for _ in range(_RECORD_ID_LENGTH)
-        )
-        if record_id not in taken:
+        record_id = draw()
+        if record_id not in taken and record_id != like:
             return record_id
 
 
@@ -598,7 +620,7 @@ def _save_suite(*, plan: _Plan, manifest: dict, suite_name: str | None, by_task:
     taken: set[str] = set()
     instances = []
     for candidate in candidates:
-        record_id = new_record_id(taken)
+        record_id = new_record_id(taken, like=candidate.release_record_id)
         taken.add(record_id)
         instances.append(_instance(suite, task_rows[candidate.task], candidate, record_id))
     Instance.objects.bulk_create(instances, batch_size=500)

@@ -14,7 +14,7 @@ from django.core.management.base import CommandError
 
 from benchmark import releases
 from benchmark.models import Instance, Release, Suite
-from benchmark.releases import ReleaseError, export_release, import_release, release_manifest
+from benchmark.releases import ReleaseError, export_release, import_release, new_record_id, release_manifest
 from tests.benchmark.release_dirs import (
     BONN,
     UPSTREAM,
@@ -316,8 +316,28 @@ def test_record_ids_are_random_per_suite_and_never_the_release_ids(bonn_release)
     two = import_release(path=bonn_release, skip_missing=True, suite_name="two").suite
     pairs = [(a.record_id, b.record_id, a.release_record_id) for a, b in zip(
         one.instances.order_by("position"), two.instances.order_by("position"))]
-    assert all(RECORD_ID.fullmatch(a) and a != b and rid not in a for a, b, rid in pairs)
+    for ours, theirs, release_id in pairs:  # EEG_0002 -> EEG_4817: the release id's prefix and digit count
+        assert re.fullmatch(r"EEG_[0-9]{4}", ours) and len(ours) == len(release_id) and ours != release_id
     assert len({a for a, _, _ in pairs}) == len(pairs)
+    assert [a for a, _, _ in pairs] != [b for _, b, _ in pairs]  # drawn anew for each suite
+
+
+@pytest.mark.parametrize("like, shape", [
+    ("EEG_0002", r"EEG_[0-9]{4}"), ("EPOCH_00001", r"EPOCH_[0-9]{5}"), ("7", r"[0-9]"),
+    ("", r"rec_[a-z2-7]{10}"), ("sub-001_task-eyesclosed", r"rec_[a-z2-7]{10}"),
+])
+def test_a_new_record_id_has_the_shape_of_the_release_id(like, shape):
+    drawn = {new_record_id(set(), like=like) for _ in range(50)}
+    assert all(re.fullmatch(shape, record_id) for record_id in drawn) and like not in drawn
+
+
+def test_record_ids_of_one_shape_run_out_with_a_clear_error():
+    taken = set()
+    for _ in range(9):  # ten one-digit ids, one of them the release's own
+        taken.add(new_record_id(taken, like="7"))
+    assert taken == set("012345689")
+    with pytest.raises(ValueError, match="every record id of the shape N is taken"):
+        new_record_id(taken, like="7")
 
 
 def test_tasks_option_imports_only_those_tasks(tmp_path):
