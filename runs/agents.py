@@ -35,6 +35,7 @@ from benchmark.scoring.classification import REFERENCE_CLASSES
 from benchmark.scoring.hypnogram import STAGES
 from runs import openai_http
 from runs.cost import Pricing, TokenUsage, litellm_model_info
+from runs.models import PAPER_MAX_TOKENS, PAPER_PROTOCOL, PAPER_TEMPERATURE
 from runs.protocol import TOOL_RESULT_PREFIX
 
 BASELINE_RANDOM = "baseline/random"
@@ -317,7 +318,9 @@ class ModelAgent:
         variable (``OPENAI_API_KEY`` for ``openai/``), as litellm reads it.
     settings : dict
         The run's settings: decoding settings passed to the model (``temperature`` 0 and
-        ``max_tokens`` 2048 unless given), plus ``tool_protocol`` (auto, native or text),
+        ``max_tokens`` 8192 unless given, as the official runner's shipped configs), plus
+        ``tool_protocol`` (text unless given, as there; native, or auto: native where litellm
+        says the model calls functions),
         ``transport`` (auto, litellm or direct: ``choose_transport``) and ``timeout_sec``
         for each request.
     pricing : Pricing
@@ -341,10 +344,10 @@ class ModelAgent:
         self.model = model
         self.api_base = api_base or None
         self.api_key_env = api_key_env
-        self.protocol = choose_protocol(model, settings.get("tool_protocol", "auto"))
+        self.protocol = choose_protocol(model, settings.get("tool_protocol", PAPER_PROTOCOL))
         self.transport = choose_transport(model, self.api_base, settings.get("transport", "auto"))
         self.timeout_sec = float(settings.get("timeout_sec", DEFAULT_TIMEOUT_SEC))
-        self.decoding = {"temperature": 0, "max_tokens": 2048} | {
+        self.decoding = {"temperature": PAPER_TEMPERATURE, "max_tokens": PAPER_MAX_TOKENS} | {
             key: value for key, value in settings.items() if key not in CONTROL_SETTINGS
         }
         self.pricing = pricing or Pricing(model=model)

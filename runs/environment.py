@@ -40,9 +40,9 @@ from runs.loop import (
     _spec_name,
     allowed_tool_names,
     call_instance_tool,
-    default_build_messages,
     load_episode,
-    registry_tool_specs,
+    opening,
+    run_wording,
     step_messages,
 )
 from runs.models import EnvironmentToken, Episode, Run, Status, Step
@@ -192,13 +192,16 @@ def start_episode(*, run: Run, record_id: str = "") -> EpisodeStart:
 
     episode = load_episode(claimed)
     instance = episode.instance
-    # The prompt is built as the loop builds it; the agent is handed the specs of the allowed tools.
-    specs = [] if instance.task.code == "T1" else registry_tool_specs()
-    messages = default_build_messages(instance, tool_specs=specs)
+    # The prompt is built as the loop builds it, in the run's prompt set; the agent is handed the
+    # specs of the allowed tools.
+    wording = run_wording(episode.run)
+    specs, messages = opening(instance, wording)
     allowed = set(allowed_tool_names(instance))
     tools = [spec for spec in specs if _spec_name(spec) in allowed]
     append_step(
-        episode=episode, kind=Step.Kind.PROMPT, result={"messages": messages, "protocol": "text", "tools": None}
+        episode=episode,
+        kind=Step.Kind.PROMPT,
+        result={"messages": messages, "protocol": "text", "tools": None, "prompt_set": wording.name},
     )
     loop = _loop(episode)
     return EpisodeStart(
@@ -212,7 +215,8 @@ def start_episode(*, run: Run, record_id: str = "") -> EpisodeStart:
 
 def _loop(episode: Episode) -> _EpisodeLoop:
     return _EpisodeLoop(
-        episode, agent=ExternalAgent(), tool_runner=call_instance_tool, messages=[], tool_specs=[]
+        episode, agent=ExternalAgent(), tool_runner=call_instance_tool, messages=[], tool_specs=[],
+        wording=run_wording(episode.run),
     )
 
 

@@ -343,9 +343,9 @@ def settle_process(*, model: str) -> None:
     global _settled_pid
     if _settled_pid == os.getpid():
         return
-    from runs.loop import registry_tool_specs
+    from tools_app.registry import function_schemas
 
-    registry_tool_specs()
+    function_schemas()
     if not is_baseline(model):
         import litellm  # noqa: F401
     gc.freeze()

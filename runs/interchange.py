@@ -58,12 +58,15 @@ from benchmark.models import ModelSpec, Suite
 from benchmark.scoring import TASK_IDS, benchmark_summary
 from benchmark.scoring.classification import REFERENCE_CLASSES
 from benchmark.scoring.files import ScoringInputError, iter_jsonl, read_predictions
+from benchmark.wording import OFFICIAL, PLATFORM, PROMPT_SETS, Wording, default_prompt_set
+from benchmark.wording import prompt_set as prompt_set_wording
 from runs import protocol
 from runs.agents import is_baseline
 from runs.cost import Pricing, TokenUsage, total_cost
 from runs.execution import json_safe, task_summaries
 from runs.loop import MAX_EMPTY_NUDGES, MAX_PROTOCOL_RETRIES, score_prediction
 from runs.models import TOKEN_FIELDS, Episode, Run, Status, Step
+from tools_app.views import result_text
 
 Kind = Step.Kind
 EndedBy = Episode.EndedBy
@@ -241,7 +244,7 @@ def trajectory_events(episode: Episode, steps: Iterable[Step]) -> list[dict]:
             event("tool_call", turn, step.created_at, tool_call=call, observation=observation)
         elif step.kind == Kind.NUDGE:
             if result.get("reason") == "memory_update":
-                observation = {"status": "ok", "content": protocol.memory_acknowledgement(memory)}
+                observation = {"status": "ok", "content": _observed_content(step, {"content": None})}
                 event("memory_update", turn, step.created_at, agent_message={"memory_content": memory},
                       observation=observation)  # fmt: skip
             elif (text := _nudge_error(result)) is not None:
@@ -343,7 +346,8 @@ def run_status(run: Run, rows: list[dict]) -> dict:
         "aggregate_usage": usage,
         "run_config": {
             "agent": {"name": run.model.name, "model": run.model.provider_model, "api_base": run.api_base or None,
-                      "api_key_env": run.api_key_env or None, **(run.settings or {})},  # fmt: skip
+                      "api_key_env": run.api_key_env or None, **(run.settings or {}),
+                      "prompt_set": run.prompt_set},  # fmt: skip
             "platform_run": run.pk,
             "suite": run.suite.name,
             "limits": run.limits or {},
@@ -422,17 +426,17 @@ _NUDGE_PATTERNS = (
 )
 
 
-def _nudge_step(error: str) -> dict | None:
+def _nudge_step(error: str, wording: Wording, *, native: bool) -> dict | None:
     for pattern, reason in _NUDGE_PATTERNS:
         match = pattern.match(error)
         if match is None:
             continue
         errors = [part for part in match.group(2).split("; ") if part] if reason == "invalid_final_answer" else []
         text = {
-            "invalid_final_answer": lambda: protocol.repair_nudge(errors, native=False),
-            "invalid_action": lambda: protocol.invalid_action_nudge(native=False),
-            "tool_budget": lambda: protocol.TOOL_BUDGET_NUDGE,
-            "empty_answer": lambda: protocol.EMPTY_NATIVE_TURN_NUDGE,
+            "invalid_final_answer": lambda: wording.repair_nudge(errors, native=native),
+            "invalid_action": lambda: wording.invalid_action_nudge(native=native),
+            "tool_budget": wording.tool_budget_nudge,
+            "empty_answer": wording.empty_answer_nudge,
         }[reason]()
         return {"kind": Kind.NUDGE, "text": text,
                 "result": {"reason": reason, "attempt": int(match.group(1)), "errors": errors}}  # fmt: skip
@@ -457,8 +461,15 @@ def _parse_timestamp(value: Any) -> datetime | None:
     return moment if moment.tzinfo else moment.replace(tzinfo=dt_timezone.utc)
 
 
-def steps_from_events(events: list[dict], *, pricing: Pricing) -> list[dict]:
-    """Step fields (``kind`` and the rest) rebuilt from the official trajectory events, in order."""
+def steps_from_events(
+    events: list[dict], *, pricing: Pricing, wording: Wording | None = None, native: bool = False
+) -> list[dict]:
+    """Step fields (``kind`` and the rest) rebuilt from the official trajectory events, in order.
+
+    The events do not hold the nudges' texts, only that they were sent: those are worded by
+    ``wording`` (the official prompt set where the package is installed, else the platform's).
+    """
+    wording = wording or imported_wording()
     calls_of_turn, answer_of_turn = defaultdict(list), {}
     for entry in events:
         if entry.get("event_type") == "tool_call":
@@ -505,14 +516,14 @@ def steps_from_events(events: list[dict], *, pricing: Pricing) -> list[dict]:
                 "arguments": call.get("arguments") if isinstance(call.get("arguments"), dict) else {},
                 "result": {"status": observation.get("status") or "ok", "content": content, "tool_call_id": call_id},
                 "error": error,
-                "text": protocol.TOOL_RESULT_PREFIX + protocol.observation_text(content, error),
+                "text": protocol.TOOL_RESULT_PREFIX + result_text(str(call.get("name") or ""), content, error),
                 "latency_ms": _number(observation.get("latency_ms")),
             })
         elif event_type == "memory_update":
             memory = message.get("memory_content")
             if steps and steps[-1]["kind"] == Kind.AGENT_MESSAGE:
                 steps[-1]["result"]["memory"] = memory
-            text = protocol.TOOL_RESULT_PREFIX + protocol.observation_text(observation.get("content"))
+            text = protocol.TOOL_RESULT_PREFIX + result_text("", observation.get("content"))
             steps.append({"kind": Kind.NUDGE, "text": text, "result": {"reason": "memory_update"}})
         elif event_type == "final_answer":
             answer = message.get("final_answer")
@@ -520,7 +531,7 @@ def steps_from_events(events: list[dict], *, pricing: Pricing) -> list[dict]:
                           "arguments": answer if isinstance(answer, dict) else {}})  # fmt: skip
         elif event_type == "error":
             error = str(entry.get("error") or "")
-            nudge = _nudge_step(error)
+            nudge = _nudge_step(error, wording, native=native)
             if nudge is not None:
                 steps.append(nudge)
             else:
@@ -551,6 +562,40 @@ def _read_events(path: Path) -> list[dict]:
 class _Result:
     row: dict
     task_dir: Path
+
+
+def imported_wording() -> Wording:
+    """The wording of nudges in an official runner's run: the official package's, where it is installed."""
+    return prompt_set_wording(default_prompt_set())
+
+
+# What ``run_status.json``'s ``run_config.agent`` records of how the model was called.
+_RECORDED_SETTINGS = ("tool_protocol", "temperature", "max_tokens")
+
+
+def _recorded_settings(path: Path) -> tuple[dict, str]:
+    """The decoding settings and prompt set an official runner's output directory records.
+
+    Each task folder's ``run_status.json`` holds ``run_config.agent`` (the agent config without its
+    key); the settings are taken when every folder that records them agrees, else left unknown
+    (``{}``). The prompt set is ``official`` (the official runner's), unless an export of this
+    platform says otherwise.
+    """
+    found, prompt_sets = [], set()
+    for task_dir in _task_dirs(path):
+        status_path = task_dir / "run_status.json"
+        try:
+            status = json.loads(status_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        config = status.get("run_config") if isinstance(status, dict) else None
+        agent = config.get("agent") if isinstance(config, dict) else None
+        if isinstance(agent, dict):
+            found.append({key: agent[key] for key in _RECORDED_SETTINGS if key in agent})
+            if agent.get("prompt_set") in PROMPT_SETS:
+                prompt_sets.add(agent["prompt_set"])
+    settings = found[0] if found and all(entry == found[0] for entry in found) else {}
+    return settings, prompt_sets.pop() if len(prompt_sets) == 1 else OFFICIAL
 
 
 def _read_results(path: Path) -> dict[str, _Result]:
@@ -627,21 +672,25 @@ def import_official_run(*, path: str | Path, suite: Suite, model: ModelSpec, nam
     if len(name) > longest:
         raise InterchangeError(f"The run name is {len(name)} characters long; at most {longest} fit.")
     pricing = Pricing.free() if is_baseline(model.provider_model) else Pricing.for_model(model)
+    settings, prompt_set = _recorded_settings(path)
     run = Run.objects.create(
         suite=suite,
         model=model,
         tasks=sorted({instance.task.code for instance in instances.values()}),
         name=name or f"{model.name} (imported from {path.name})"[:longest],
         source=Run.Source.IMPORTED,
-        settings={},
+        settings=settings,
+        prompt_set=prompt_set,
     )
+    wording = imported_wording() if prompt_set == OFFICIAL else prompt_set_wording(PLATFORM)
+    native = settings.get("tool_protocol") == "native"
     steps = []
     order = sorted(results, key=lambda sid: (instances[sid].task.code, instances[sid].position, instances[sid].pk))
     for scenario_id in order:
         result = results[scenario_id]
         events = _read_events(result.task_dir / "trajectories" / f"{scenario_id}.jsonl")
         episode = _episode(run, instances[scenario_id], result.row, events)
-        fields = steps_from_events(events, pricing=pricing)
+        fields = steps_from_events(events, pricing=pricing, wording=wording, native=native)
         episode.cache_read_tokens = sum(step.get("cache_read_tokens") or 0 for step in fields)
         episode.cache_write_tokens = sum(step.get("cache_write_tokens") or 0 for step in fields)
         episode.cost_usd = total_cost([step.get("cost_usd") for step in fields], priced=pricing.is_priced)

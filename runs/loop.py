@@ -48,6 +48,7 @@ from typing import Any
 from django.utils import timezone
 
 from benchmark.models import Release
+from benchmark.wording import PromptSetUnavailable, Wording, prompt_set
 from benchmark.scoring import ScoringItem, score_task
 from benchmark.scoring.files import epoch_count
 from runs import protocol, statements
@@ -201,17 +202,15 @@ def call_instance_tool(instance, tool_name: str, arguments: dict) -> dict:
     return call_tool(path, tool_name, arguments, record_id=instance.record_id, metadata=instance.metadata)
 
 
-def registry_tool_specs() -> list[dict]:
-    """The platform's tools as OpenAI function specs, in the official catalog order."""
-    from tools_app.registry import function_schemas
-
-    return list(function_schemas())
+def run_wording(run: Run) -> Wording:
+    """The prompt set ``run`` was created with (``benchmark.wording``)."""
+    return prompt_set(run.prompt_set)
 
 
-def default_build_messages(instance, *, tool_specs: Sequence[dict]) -> list[dict]:
-    from benchmark.prompts import build_messages
-
-    return build_messages(instance, tool_specs=tool_specs)
+def opening(instance, wording: Wording) -> tuple[list[dict], list[dict]]:
+    """The tool specs an episode on ``instance`` offers, and its opening messages, in ``wording``."""
+    specs = wording.tool_specs(instance)
+    return specs, wording.opening(instance, tool_specs=specs)
 
 
 def allowed_tool_names(instance) -> tuple[str, ...]:
@@ -272,9 +271,11 @@ class _EpisodeLoop:
         tool_runner,
         messages: list[dict],
         tool_specs: list[dict],
+        wording: Wording,
         n_steps: int | None = None,
     ):
         self.episode = episode
+        self.wording = wording
         self.attempt = episode.attempt  # steps and counters are written only while this attempt runs
         self.instance = episode.instance
         self.agent = agent
@@ -285,7 +286,7 @@ class _EpisodeLoop:
         self.tools = None
         if self.native:
             allowed_specs = [spec for spec in tool_specs if _spec_name(spec) in self.allowed]
-            self.tools = [*allowed_specs, protocol.submit_tool_spec(self.instance.expected_output_schema)]
+            self.tools = [*allowed_specs, wording.submit_tool(self.instance.expected_output_schema)]
         self.opening = messages
         self.history: list[dict] = []
         # The loop numbers the steps of the episode it claimed; a fresh attempt has none yet.
@@ -346,7 +347,12 @@ class _EpisodeLoop:
     def play(self) -> Outcome:
         self.record(
             Kind.PROMPT,
-            result={"messages": self.opening, "protocol": self.agent.protocol, "tools": self.tools},
+            result={
+                "messages": self.opening,
+                "protocol": self.agent.protocol,
+                "tools": self.tools,
+                "prompt_set": self.wording.name,
+            },
         )
         for turn in range(self.limits.max_turns):
             stop = self.stop_requested()
@@ -468,13 +474,12 @@ class _EpisodeLoop:
             return self.call_tools(action)
         if action.kind == "memory_update":
             self.failures = 0
-            acknowledgement = protocol.observation_text(protocol.memory_acknowledgement(action.memory))
-            text = protocol.TOOL_RESULT_PREFIX + acknowledgement
+            text = self.wording.memory_acknowledgement(action.memory)
             self.record(Kind.NUDGE, text=text, result={"reason": "memory_update"})
             return None
         return self.repair(
             "invalid_action",
-            protocol.invalid_action_nudge(native=self.native),
+            self.wording.invalid_action_nudge(native=self.native),
             give_up=Outcome(Status.COMPLETED, EndedBy.FORMAT_FAILURE, prediction={}),
             gave_up=[protocol.ACTION_NOT_RECOGNISED, protocol.NO_PARSEABLE_ACTION],
         )
@@ -502,7 +507,7 @@ class _EpisodeLoop:
             self.empty_nudges += 1
             self.record(
                 Kind.NUDGE,
-                text=protocol.EMPTY_NATIVE_TURN_NUDGE,
+                text=self.wording.empty_answer_nudge(),
                 result={"reason": "empty_answer", "attempt": self.empty_nudges, "errors": []},
             )
             return None
@@ -513,7 +518,7 @@ class _EpisodeLoop:
         if errors:
             return self.repair(
                 "invalid_final_answer",
-                protocol.repair_nudge(errors, native=self.native),
+                self.wording.repair_nudge(errors, native=self.native),
                 give_up=Outcome(
                     Status.COMPLETED, EndedBy.FORMAT_FAILURE, final_answer=answer, prediction=answer
                 ),
@@ -528,10 +533,10 @@ class _EpisodeLoop:
         remaining = self.limits.max_tool_calls - self.n_tool_calls
         if remaining <= 0:
             for call in action.tool_calls:
-                self.stub(call, protocol.BUDGET_STUB)
+                self.stub(call, self.wording.budget_stub())
             return self.repair(
                 "tool_budget",
-                protocol.TOOL_BUDGET_NUDGE,
+                self.wording.tool_budget_nudge(),
                 give_up=Outcome(Status.COMPLETED, EndedBy.TOOL_CALL_LIMIT, prediction={}),
                 gave_up=[protocol.TOOL_BUDGET_EXHAUSTED],
             )
@@ -540,10 +545,10 @@ class _EpisodeLoop:
         for call in action.tool_calls[:executed]:
             self.run_tool(call)
         for call in action.tool_calls[executed:]:
-            self.stub(call, protocol.PER_TURN_STUB.format(limit=MAX_TOOL_CALLS_PER_TURN))
+            self.stub(call, self.wording.per_turn_stub())
         if self.n_tool_calls >= self.limits.max_tool_calls:
             result = {"reason": "tool_budget_used", "errors": []}
-            self.record(Kind.NUDGE, text=protocol.TOOL_BUDGET_NUDGE, result=result)
+            self.record(Kind.NUDGE, text=self.wording.tool_budget_nudge(), result=result)
         return None
 
     def run_tool(self, call: protocol.ToolCall) -> None:
@@ -563,7 +568,7 @@ class _EpisodeLoop:
             arguments=call.arguments,
             result={"status": status, "content": content, "tool_call_id": call.id},
             error=error,
-            text=self.observation(content, error),
+            text=self.wording.tool_result(call.name, content, error, native=self.native),
             latency_ms=(time.monotonic() - started) * 1000,
         )
 
@@ -578,12 +583,21 @@ class _EpisodeLoop:
                 text=text,
             )
 
-    def observation(self, content: Any, error: str) -> str:
-        text = protocol.observation_text(content, error)
-        return text if self.native else protocol.TOOL_RESULT_PREFIX + text
-
 
 # ── the service ──────────────────────────────────────────────────────────────────────────────
+
+
+def _prompt_set_missing(episode: Episode, message: str) -> Episode:
+    """End an episode whose prompt set cannot be read here: a worker without the official package.
+
+    Nothing was sent to a model, so it is an infrastructure failure: not scored, and re-runnable
+    once the package is installed (``resume_run``).
+    """
+    append_step(episode=episode, kind=Kind.ERROR, error=message)
+    outcome = Outcome(Status.FAILED, error_kind=Episode.ErrorKind.INFRASTRUCTURE, error_message=message)
+    if not _finish(None, episode, outcome):
+        episode.refresh_from_db()
+    return episode
 
 
 def _finish(loop: _EpisodeLoop | None, episode: Episode, outcome: Outcome) -> bool:
@@ -637,10 +651,10 @@ def run_episode(
         on the instance's recording. A tool that raises is a platform bug: the episode fails
         with error kind ``tool_bug`` and the exception propagates.
     build_messages : callable, optional
-        ``build_messages(instance, *, tool_specs) -> [system, user]``; defaults to
-        ``benchmark.prompts.build_messages``.
+        ``build_messages(instance, *, tool_specs) -> [system, user]``; defaults to the opening
+        messages of the run's prompt set (``benchmark.wording``), which gives every other text too.
     tool_specs : sequence of dict, optional
-        The tools' OpenAI function specs; defaults to the tool registry's.
+        The tools' OpenAI function specs; defaults to the prompt set's.
     loaded : Episode, optional
         The episode as ``load_episode`` read it just before, which saves reading it again.
 
@@ -663,17 +677,20 @@ def run_episode(
 
     loop = None
     try:
-        if tool_specs is not None:
-            specs = list(tool_specs)
-        else:
-            specs = [] if episode.instance.task.code == "T1" else registry_tool_specs()
-        messages = (build_messages or default_build_messages)(episode.instance, tool_specs=specs)
+        try:
+            wording = run_wording(episode.run)
+        except PromptSetUnavailable as exc:
+            return _prompt_set_missing(episode, str(exc))
+        instance = episode.instance
+        specs = wording.tool_specs(instance) if tool_specs is None else list(tool_specs)
+        messages = (build_messages or wording.opening)(instance, tool_specs=specs)
         loop = _EpisodeLoop(
             episode,
-            agent=agent or build_agent(episode.run, episode.instance),
+            agent=agent or build_agent(episode.run, instance),
             tool_runner=tool_runner or call_instance_tool,
             messages=messages,
             tool_specs=specs,
+            wording=wording,
             n_steps=0,  # a claimed attempt starts with no steps: a retry deletes the earlier attempt's
         )
         stored = _finish(loop, episode, loop.play())

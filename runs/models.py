@@ -32,9 +32,16 @@ TOKEN_FIELDS = (
 )
 
 
+# What a run must have been made with to be comparable with the paper's published rows: the
+# settings of the official runner's shipped agent configs (configs/agents/*.yaml upstream).
+PAPER_PROTOCOL = "text"
+PAPER_MAX_TOKENS = 8192
+PAPER_TEMPERATURE = 0
+
+
 def default_decoding_settings() -> dict:
-    """The official runner's decoding defaults."""
-    return {"temperature": 0, "max_tokens": 2048}
+    """The settings of the official runner's shipped agent configs: text protocol, 8192 tokens, temperature 0."""
+    return {"tool_protocol": PAPER_PROTOCOL, "temperature": PAPER_TEMPERATURE, "max_tokens": PAPER_MAX_TOKENS}
 
 
 class Usage(models.Model):
@@ -80,7 +87,16 @@ class Run(Usage):
         ],
         help_text="Name of the environment variable holding the API key (never the key).",
     )
-    settings = models.JSONField(default=default_decoding_settings, blank=True, help_text="Decoding settings.")
+    settings = models.JSONField(
+        default=default_decoding_settings, blank=True,
+        help_text="Decoding settings (temperature, max_tokens) and how the model is called (tool_protocol, transport).",
+    )  # fmt: skip
+    prompt_set = models.CharField(
+        max_length=16,
+        choices=[("official", "official wording"), ("platform", "platform wording")],
+        default="platform",
+        help_text="Whose wording the model reads: the official package's, or the platform's (benchmark.wording).",
+    )
     limits = models.JSONField(default=dict, blank=True, help_text="Caps, e.g. cost or turns.")
     source = models.CharField(max_length=16, choices=Source.choices, default=Source.RUN)
     created_by = models.ForeignKey(

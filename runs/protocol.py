@@ -19,9 +19,8 @@ behaves here as it does there:
 
 ``final_answer_errors`` is the official check of a final answer: a small JSON-Schema subset
 (type, enum, minimum, maximum, required, nested properties and items) and, for T6, a
-hypnogram that runs contiguously from epoch 0 to the last epoch. The nudges that the loop
-sends when a turn cannot be used are worded here (our wording; the official runner's
-messages serve the same purposes).
+hypnogram that runs contiguously from epoch 0 to the last epoch. What the loop says to the
+model (nudges, stubs, tool results) is the run's prompt set's (``benchmark.wording``).
 """
 from __future__ import annotations
 
@@ -30,9 +29,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-SUBMIT_TOOL_NAME = "submit_final_answer"
-TOOL_RESULT_PREFIX = "[Tool Result]\n"
-MAX_ERRORS_SHOWN = 6
+from benchmark.wording import MAX_ERRORS_SHOWN, SUBMIT_TOOL_NAME, TOOL_RESULT_PREFIX  # noqa: F401  (used through this module)
 
 ActionKind = Literal["tool_call", "final_answer", "memory_update", "invalid"]
 
@@ -260,29 +257,6 @@ def parse_native_action(content: str | None, tool_calls, *, id_prefix: str = "ca
     return parse_text_action(content, id_prefix=id_prefix)
 
 
-def submit_tool_spec(output_schema: dict | None) -> dict:
-    """The synthetic ``submit_final_answer`` function of the native protocol.
-
-    Its parameters are the task's output schema, or a single ``answer`` string when the
-    schema has no properties (as the official adapter does).
-    """
-    if isinstance(output_schema, dict) and output_schema.get("properties"):
-        parameters = output_schema
-    else:
-        parameters = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
-    return {
-        "type": "function",
-        "function": {
-            "name": SUBMIT_TOOL_NAME,
-            "description": (
-                "Finish the task: call this once, when your analysis is done, with every required "
-                "field of the answer."
-            ),
-            "parameters": parameters,
-        },
-    }
-
-
 # ── final-answer validation ──────────────────────────────────────────────────────────────────
 
 _TYPE_CHECKS = {
@@ -401,54 +375,7 @@ SCHEMA_RECOVERY_EXHAUSTED = "protocol recovery exhausted: final answer failed sc
 TOOL_BUDGET_EXHAUSTED = "tool budget exhausted before a valid final answer"
 MAX_TURNS_EXCEEDED = "max turns exceeded before a valid final answer"
 
-INVALID_TEXT_ACTION_NUDGE = (
-    "I could not find an action in your last message. Reply with exactly one JSON action: either a "
-    'tool call, {"action": "tool_call", "tool_name": "<one of the available tools>", "arguments": {...}}, '
-    'or your final answer, {"action": "final_answer", ...} with every field the output schema requires. '
-    "Do not send tool arguments on their own, and do not send an empty message."
-)
-EMPTY_NATIVE_TURN_NUDGE = (
-    "Your last turn had no text and no tool call. If you have finished the analysis, call "
-    "`submit_final_answer` now with every field the output schema requires; if not, call the analysis "
-    "tool that gets you the evidence you still need."
-)
-TOOL_BUDGET_NUDGE = (
-    "You have used up your tool calls: no further tool will run. Give your final answer now, with every "
-    "field the output schema requires."
-)
-PER_TURN_STUB = "[Tool not executed: at most {limit} tool calls run per turn.]"
-BUDGET_STUB = "[Tool not executed: the tool-call budget is used up.]"
-
-
-def repair_nudge(errors: list[str], *, native: bool) -> str:
-    """The message asking for a corrected final answer, listing its first six errors."""
-    listed = "; ".join(errors[:MAX_ERRORS_SHOWN])
-    if native:
-        return (
-            f"Your final answer does not match the output schema: {listed}. Call `submit_final_answer` "
-            "again with every required field, each of the right type."
-        )
-    return (
-        f"Your final answer does not match the output schema: {listed}. Reply with one corrected JSON "
-        'object, {"action": "final_answer", ...}, that has every required field.'
-    )
-
-
-def invalid_action_nudge(*, native: bool) -> str:
-    """The message sent after a turn that held no usable action."""
-    return EMPTY_NATIVE_TURN_NUDGE if native else INVALID_TEXT_ACTION_NUDGE
-
-
-def observation_text(content: Any, error: str | None = None) -> str:
-    """A tool result as the model reads it: its Python repr (what the official runner sends), or the error."""
-    return str(content) if content else (error or "")
-
 
 def arguments_json(arguments: dict) -> str:
     """Tool-call arguments as the native protocol sends them back in the assistant message."""
     return json.dumps(arguments, ensure_ascii=False)
-
-
-def memory_acknowledgement(memory: Any) -> dict:
-    """The environment's reply to a memory update, shown to the model as a tool result."""
-    return {"message": "Memory updated.", "content": memory}

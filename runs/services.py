@@ -2,6 +2,7 @@
 from django.db import transaction
 
 from benchmark.models import ModelSpec, Suite
+from benchmark.wording import check_prompt_set, default_prompt_set
 from runs.agents import check_transport, is_baseline
 from runs.models import Episode, Run, Status, Step
 
@@ -14,6 +15,7 @@ def create_run(
     tasks: list[str],
     name: str = "",
     limit: int | None = None,
+    prompt_set: str | None = None,
     **options,
 ) -> Run:
     """Create a run and one pending episode per selected instance, all or nothing.
@@ -28,6 +30,11 @@ def create_run(
         Display name of the run.
     limit
         At most this many instances per task, the first ones by position (for smoke tests).
+    prompt_set
+        Whose wording the model reads (``benchmark.wording``); by default the official package's
+        where it is installed, else the platform's. A run to be played here needs its prompt set
+        usable here (``PromptSetUnavailable``, a ValueError, says how to install the package); an
+        imported run only records the one it was made with.
     **options
         Other ``Run`` fields: ``api_base``, ``api_key_env``, ``settings``, ``limits``,
         ``source``, ``created_by``.
@@ -42,7 +49,10 @@ def create_run(
     if missing:
         raise ValueError(f"Suite {suite.name} has no instances of {', '.join(missing)}.")
 
-    run = Run(suite=suite, model=model, tasks=codes, name=name, **options)
+    prompt_set = prompt_set or default_prompt_set()
+    run = Run(suite=suite, model=model, tasks=codes, name=name, prompt_set=prompt_set, **options)
+    if run.source != Run.Source.IMPORTED:
+        check_prompt_set(prompt_set)
     run.full_clean()
     if not is_baseline(model.provider_model):
         check_transport(model.provider_model, run.api_base, (run.settings or {}).get("transport"))

@@ -6,6 +6,18 @@ from runs.services import create_run
 
 pytest_plugins = ["tests.ci_skips"]
 
+
+@pytest.fixture(autouse=True)
+def _platform_wording_by_default(request, monkeypatch):
+    """Tests see the official package as absent, so they behave alike with and without it installed.
+
+    A test of the official prompt set asks for it: ``official_standin`` (tests/official_standin)
+    or ``official_package`` (the real package, where it is installed).
+    """
+    if {"official_standin", "official_package"} & set(request.fixturenames):
+        return
+    monkeypatch.setattr("benchmark.wording.official_available", lambda: False)
+
 # One small instance per task, shaped like the official scenarios and answer keys.
 TINY_INSTANCES = {
     "T1": {

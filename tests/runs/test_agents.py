@@ -21,7 +21,8 @@ from runs.agents import (
     windows_per_call,
 )
 from runs.cost import Pricing, TokenUsage, total_cost
-from runs.protocol import TOOL_RESULT_PREFIX, final_answer_errors, observation_text, parse_text_action
+from runs.protocol import TOOL_RESULT_PREFIX, final_answer_errors, parse_text_action
+from tools_app.views import result_text
 from tests.runs import fake_llm
 from tests.runs.fake_llm import FakeLLM
 from tests.runs.test_protocol import OUTPUT_SCHEMAS
@@ -94,8 +95,8 @@ def test_request_has_the_official_decoding_defaults_and_the_key_from_the_named_v
     make_agent().respond(MESSAGES)
     request = server.requests[0]
     assert request["messages"] == MESSAGES
-    assert (request["temperature"], request["max_tokens"]) == (0, 2048)
-    assert "tools" not in request
+    assert (request["temperature"], request["max_tokens"]) == (0, 8192)  # the official configs' settings
+    assert "tools" not in request and "tool_choice" not in request  # the text protocol
     assert server.headers[0]["authorization"] == "Bearer sk-test-secret"
 
 
@@ -203,7 +204,7 @@ def test_llama_cpp_context_errors_are_context_errors(server, make_agent):
     with pytest.raises(ProviderError) as raised:
         make_agent().respond(MESSAGES)
     assert raised.value.context_exceeded
-    assert [request["max_tokens"] for request in server.requests] == [2048, 1024]
+    assert [request["max_tokens"] for request in server.requests] == [8192, 4096]
 
 
 def test_a_client_error_is_not_retried(server, make_agent, sleeps):
@@ -215,10 +216,10 @@ def test_a_client_error_is_not_retried(server, make_agent, sleeps):
 
 
 def test_context_overflow_shrinks_max_tokens_and_retries_once(server, make_agent, sleeps):
-    server.add(fake_llm.context_overflow(max_context=8192, prompt_tokens=8000), fake_llm.text("short"))
+    server.add(fake_llm.context_overflow(max_context=16384, prompt_tokens=16000), fake_llm.text("short"))
     reply = make_agent().respond(MESSAGES)
     assert reply.content == "short"
-    assert [request["max_tokens"] for request in server.requests] == [2048, 191]
+    assert [request["max_tokens"] for request in server.requests] == [8192, 383]
     assert sleeps == []
 
 
@@ -482,7 +483,7 @@ def drive(agent, tool, *, max_turns=60):
         assert action.kind == "tool_call", reply.content
         call = action.tool_calls[0]
         calls.append(call)
-        result = observation_text(tool(call.name, call.arguments))
+        result = result_text(call.name, tool(call.name, call.arguments))
         messages.append({"role": "user", "content": TOOL_RESULT_PREFIX + result})
     raise AssertionError("no final answer")
 

@@ -11,7 +11,7 @@ from benchmark.prompts import OFFICIAL_TOOLS
 from runs.agents import TRANSPORTS, build_agent
 from runs.loop import ToolBug, replay_messages, run_episode
 from runs.models import Episode, Run, Status, Step
-from runs.protocol import BUDGET_STUB, INVALID_TEXT_ACTION_NUDGE, SUBMIT_TOOL_NAME, TOOL_BUDGET_NUDGE
+from benchmark.wording.platform import BUDGET_STUB, INVALID_TEXT_ACTION_NUDGE, SUBMIT_TOOL_NAME, TOOL_BUDGET_NUDGE
 from runs.services import create_run, reset_episode_for_retry
 from tests.runs import fake_llm
 from tests.runs.fake_llm import FakeLLM
@@ -290,7 +290,7 @@ def test_a_memory_update_is_acknowledged_in_the_conversation(make_run, server):
     episode = play(make_run())
     assert server.requests[1]["messages"][-1] == {
         "role": "user",
-        "content": "[Tool Result]\n{'message': 'Memory updated.', 'content': {'alpha_peak_hz': 9.5}}",
+        "content": "[Tool Result]\n{'message': 'Memory stored.', 'content': {'alpha_peak_hz': 9.5}}",
     }
     assert nudges(episode) == ["memory_update"]
     assert episode.n_tool_calls == 0

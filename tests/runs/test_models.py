@@ -116,7 +116,8 @@ def test_reset_for_retry_refuses_a_completed_episode(episode):
 def test_create_run_makes_one_pending_episode_per_instance(suite, model_spec):
     run = create_run(suite=suite, model=model_spec, tasks=["T6", "T2", "T2"], api_key_env="OPENAI_API_KEY")
     assert run.tasks == ["T2", "T6"]
-    assert run.settings == {"temperature": 0, "max_tokens": 2048}
+    assert run.settings == {"tool_protocol": "text", "temperature": 0, "max_tokens": 8192}
+    assert run.prompt_set == "platform"  # the official package is not installed (tests/conftest.py)
     assert sorted(run.episodes.values_list("instance__task__code", "status", "attempt")) == [
         ("T2", "pending", 1),
         ("T6", "pending", 1),

@@ -3,17 +3,19 @@ import json
 
 import pytest
 
+from benchmark.wording.platform import PlatformWording
 from runs.protocol import (
     SUBMIT_TOOL_NAME,
     final_answer_errors,
     is_empty_answer,
-    observation_text,
     parse_native_action,
     parse_text_action,
-    repair_nudge,
     schema_errors,
-    submit_tool_spec,
 )
+from tools_app.views import result_text
+
+submit_tool_spec = PlatformWording().submit_tool
+repair_nudge = PlatformWording().repair_nudge
 
 # The official output schemas (benchmark/scenarios/*.jsonl, expected_output_schema), descriptions left out.
 OUTPUT_SCHEMAS = {
@@ -420,8 +422,21 @@ def test_is_empty_answer(answer, empty):
     assert is_empty_answer(answer) is empty
 
 
-def test_observation_text_is_the_python_repr_or_the_error():
-    assert observation_text({"ok": True, "x": None}) == "{'ok': True, 'x': None}"
-    assert observation_text(None, "Tool 'x' is not allowed for this scenario.") == (
+def test_a_tool_result_reads_as_the_python_repr_or_the_error():
+    assert result_text("compute_psd", {"ok": True, "x": None}) == "{'ok': True, 'x': None}"
+    assert result_text("compute_psd", None, "Tool 'x' is not allowed for this scenario.") == (
         "Tool 'x' is not allowed for this scenario."
+    )
+
+
+def test_a_tool_result_reads_as_the_official_tool_prints_it():
+    info = {"record_id": "EEG_1234", "reference": 0, "age": None}
+    assert result_text("get_recording_info", info) == (
+        "{'record_id': 'EEG_1234', 'reference': 0 (FIFFV_MNE_CUSTOM_REF_OFF), 'age': None}"
+    )
+    assert info["reference"] == 0 and type(info["reference"]) is int  # the stored result is left as it is
+    assert "(FIFFV" not in result_text("compute_psd", info)  # only the recording info carries MNE's flag
+    error = {"record_id": "EEG_1234", "error": "tmax (1) must be greater than tmin (2).", "error_code": "invalid_argument"}
+    assert result_text("compute_psd", error) == (
+        "{'record_id': 'EEG_1234', 'error': 'tmax (1) must be greater than tmin (2).'}"
     )
