@@ -4,6 +4,8 @@ from django.core.validators import RegexValidator
 
 from benchmark.models import ModelSpec, Suite
 from benchmark.scoring import TASK_IDS
+from benchmark.wording import INSTALL_COMMAND, OFFICIAL, PLATFORM, default_prompt_set, official_available
+from runs.models import PAPER_MAX_TOKENS, PAPER_PROTOCOL, PAPER_TEMPERATURE
 
 ENV_NAME = RegexValidator(
     r"^[A-Za-z_][A-Za-z0-9_]*$", "Give the name of the environment variable that holds the key, not the key."
@@ -54,8 +56,18 @@ class NewRunForm(forms.Form):
     concurrency = forms.IntegerField(
         min_value=1, max_value=256, initial=4, label="Concurrency", help_text="Episodes in flight at a time."
     )
-    temperature = forms.FloatField(min_value=0, max_value=2, initial=0, required=False)
-    max_tokens = forms.IntegerField(min_value=1, initial=2048, required=False, label="Max tokens per reply")
+    prompt_set = forms.ChoiceField(
+        label="Prompt set",
+        help_text="Whose wording the model reads. Only the official wording (with the text protocol, 8192 tokens "
+        "and temperature 0 on the official suite) is comparable with the paper.",
+    )
+    tool_protocol = forms.ChoiceField(
+        choices=[("text", "text (JSON actions in the reply, as the paper)"), ("native", "native function calling")],
+        initial=PAPER_PROTOCOL,
+        label="Tool protocol",
+    )
+    temperature = forms.FloatField(min_value=0, max_value=2, initial=PAPER_TEMPERATURE)
+    max_tokens = forms.IntegerField(min_value=1, initial=PAPER_MAX_TOKENS, label="Max tokens per reply")
     max_turns = forms.IntegerField(min_value=1, max_value=1000, required=False, label=CAPS["max_turns"])
     max_tool_calls = forms.IntegerField(min_value=0, max_value=999, required=False, label=CAPS["max_tool_calls"])
     max_total_tokens = forms.IntegerField(min_value=1, required=False, label=CAPS["max_total_tokens"])
@@ -67,6 +79,14 @@ class NewRunForm(forms.Form):
         self.fields["suite"].label_from_instance = (
             lambda suite: f"{suite.name} ({suite.release}{', synthetic' if suite.release.is_synthetic else ''})"
         )
+        prompt_sets = self.fields["prompt_set"]
+        if official_available():
+            prompt_sets.choices = [(OFFICIAL, "official (the official package's wording)"),
+                                   (PLATFORM, "platform (paraphrased)")]  # fmt: skip
+        else:
+            prompt_sets.choices = [(PLATFORM, "platform (paraphrased)")]
+            prompt_sets.help_text += f" The official wording needs the official package: `{INSTALL_COMMAND}`."
+        prompt_sets.initial = default_prompt_set()
 
     def clean(self):
         cleaned = super().clean()
@@ -76,7 +96,7 @@ class NewRunForm(forms.Form):
 
     def decoding_settings(self) -> dict:
         data = self.cleaned_data
-        return {key: data[key] for key in ("temperature", "max_tokens") if data.get(key) is not None}
+        return {key: data[key] for key in ("tool_protocol", "temperature", "max_tokens")}
 
     def limits(self) -> dict:
         data = self.cleaned_data

@@ -690,6 +690,7 @@ def new_run(request: HttpRequest) -> HttpResponse:
                     api_base=data["api_base"],
                     api_key_env=data["api_key_env"],
                     settings=form.decoding_settings(),
+                    prompt_set=data["prompt_set"],
                     limits=form.limits(),
                     created_by=request.user,
                 )

@@ -213,6 +213,21 @@ def opening(instance, wording: Wording) -> tuple[list[dict], list[dict]]:
     return specs, wording.opening(instance, tool_specs=specs)
 
 
+def native_tools(instance, tool_specs: Sequence[dict], wording: Wording) -> list[dict]:
+    """The ``tools`` list of a native-protocol request: the allowed tools, then ``submit_final_answer``."""
+    allowed = set(allowed_tool_names(instance))
+    return [
+        *(spec for spec in tool_specs if _spec_name(spec) in allowed),
+        wording.submit_tool(instance.expected_output_schema),
+    ]
+
+
+def first_request(instance, wording: Wording, *, native: bool) -> tuple[list[dict], list[dict] | None]:
+    """The messages and ``tools`` of the first request an episode on ``instance`` sends its model."""
+    specs, messages = opening(instance, wording)
+    return messages, native_tools(instance, specs, wording) if native else None
+
+
 def allowed_tool_names(instance) -> tuple[str, ...]:
     """The tools ``instance`` allows: none for T1, else its scenario's list (all ten when it names none)."""
     from benchmark.prompts import OFFICIAL_TOOLS
@@ -283,10 +298,7 @@ class _EpisodeLoop:
         self.tool_runner = tool_runner
         self.limits = EpisodeLimits.for_episode(self.instance.task, episode.run.limits)
         self.allowed = set(allowed_tool_names(self.instance))
-        self.tools = None
-        if self.native:
-            allowed_specs = [spec for spec in tool_specs if _spec_name(spec) in self.allowed]
-            self.tools = [*allowed_specs, wording.submit_tool(self.instance.expected_output_schema)]
+        self.tools = native_tools(self.instance, tool_specs, wording) if self.native else None
         self.opening = messages
         self.history: list[dict] = []
         # The loop numbers the steps of the episode it claimed; a fresh attempt has none yet.

@@ -305,8 +305,8 @@ def test_signal_endpoint_reports_a_missing_recording(client, bench):
 
 def new_run_data(suite, spec, **overrides):
     return {"model": spec.pk, "suite": suite.pk, "tasks": ["T1", "T3"], "limit": "1", "concurrency": "2",
-            "api_key_env": "OPENAI_API_KEY", "name": "queued from the form", "temperature": "0",
-            "max_tokens": "2048", "max_cost_usd": "0.5", **overrides}
+            "api_key_env": "OPENAI_API_KEY", "name": "queued from the form", "prompt_set": "platform",
+            "tool_protocol": "text", "temperature": "0", "max_tokens": "8192", "max_cost_usd": "0.5", **overrides}
 
 
 def test_login_page_renders_with_csrf(client, db):
@@ -338,6 +338,25 @@ def test_staff_queues_a_run_from_the_form(client, bench, staff_user):
     assert run.limits == {"concurrency": 2, "max_cost_usd": 0.5}
     assert run.created_by == staff_user and run.api_key_env == "OPENAI_API_KEY"
     assert run.episodes.filter(queued_at__isnull=False).count() == 2
+    assert run.prompt_set == "platform"
+    assert run.settings == {"tool_protocol": "text", "temperature": 0, "max_tokens": 8192}
+
+
+def test_the_run_form_offers_the_official_defaults(client, bench, staff_user):
+    client.force_login(staff_user)
+    form = client.get(reverse("leaderboard:new_run")).context["form"]
+    assert (form["tool_protocol"].value(), form["temperature"].value(), form["max_tokens"].value()) == ("text", 0, 8192)
+    # Without the official package only the platform wording is offered, and the form says how to get it.
+    assert [value for value, _ in form.fields["prompt_set"].choices] == ["platform"]
+    assert "pip install -e '.[official]'" in form.fields["prompt_set"].help_text
+
+
+def test_the_run_form_refuses_the_official_prompt_set_without_the_package(client, bench, staff_user):
+    client.force_login(staff_user)
+    response = client.post(reverse("leaderboard:new_run"), new_run_data(bench.suite, bench.alpha.model,
+                                                                         prompt_set="official"))  # fmt: skip
+    assert response.status_code == 200 and "prompt_set" in response.context["form"].errors
+    assert not Run.objects.filter(name="queued from the form").exists()
 
 
 def test_run_form_creates_a_model_from_a_litellm_string(client, bench, staff_user):

@@ -7,9 +7,10 @@ from django.db import transaction
 
 from benchmark.models import Suite
 from benchmark.scoring import TASK_IDS
+from benchmark.wording import PROMPT_SETS, default_prompt_set
 from runs import execution
 from runs.management.console import drive, positive
-from runs.models import default_decoding_settings
+from runs.models import PAPER_MAX_TOKENS, PAPER_PROTOCOL, PAPER_TEMPERATURE
 from runs.services import create_run
 
 DEFAULT_SUITE = "demo"
@@ -58,7 +59,25 @@ class Command(BaseCommand):
         parser.add_argument("--run-name", default="", help="display name of the run")
         parser.add_argument("--api-base", default="", help="base URL of an OpenAI-compatible server")
         parser.add_argument("--api-key-env", default="", help="NAME of the environment variable holding the key")
-        parser.add_argument("--tool-protocol", choices=["auto", "native", "text"], help="default: auto")
+        parser.add_argument(
+            "--protocol", "--tool-protocol", dest="tool_protocol", choices=["text", "native", "auto"],
+            default=PAPER_PROTOCOL,
+            help="how the model calls tools: text (JSON actions in its reply; the default, as in the paper), native "
+            "function calling, or auto (native where litellm says the model supports it)",
+        )
+        parser.add_argument(
+            "--max-tokens", type=int, default=PAPER_MAX_TOKENS,
+            help=f"tokens per model reply (default {PAPER_MAX_TOKENS}, as the official configs)",
+        )
+        parser.add_argument(
+            "--temperature", type=float, default=PAPER_TEMPERATURE,
+            help=f"sampling temperature, 0 to 2 (default {PAPER_TEMPERATURE})",
+        )
+        parser.add_argument(
+            "--prompt-set", choices=PROMPT_SETS,
+            help="whose wording the model reads: official (the official package's; needs `pip install -e "
+            "'.[official]'`) or platform (ours). Default: official where the package is installed",
+        )
         parser.add_argument(
             "--transport",
             choices=["auto", "litellm", "direct"],
@@ -76,18 +95,23 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
 
     def handle(self, *args, **options):
-        for option in ("limit", "concurrency", "requests_per_minute", "tokens_per_minute"):
+        for option in ("limit", "concurrency", "requests_per_minute", "tokens_per_minute", "max_tokens"):
             positive(options[option], "--" + option.replace("_", "-"))
+        if not 0 <= options["temperature"] <= 2:
+            raise CommandError(f"--temperature must be between 0 and 2, not {options['temperature']}.")
         suite = resolve_suite(options["suite"])
         tasks = resolve_tasks(options["tasks"], suite)
         key_env = options["api_key_env"]
         if key_env and options["sync"] and not os.environ.get(key_env):
             raise CommandError(f"The environment variable {key_env} (named by --api-key-env) is not set.")
 
-        settings = default_decoding_settings()
-        for option in ("tool_protocol", "transport"):
-            if options[option]:
-                settings[option] = options[option]
+        settings = {
+            "tool_protocol": options["tool_protocol"],
+            "temperature": options["temperature"],
+            "max_tokens": options["max_tokens"],
+        }
+        if options["transport"]:
+            settings["transport"] = options["transport"]
         limits = {"concurrency": options["concurrency"]}
         for option in ("requests_per_minute", "tokens_per_minute"):
             if options[option] is not None:
@@ -104,6 +128,7 @@ class Command(BaseCommand):
                     api_base=options["api_base"],
                     api_key_env=key_env,
                     settings=settings,
+                    prompt_set=options["prompt_set"] or default_prompt_set(),
                     limits=limits,
                 )
         except ValidationError as exc:
