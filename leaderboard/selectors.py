@@ -29,6 +29,7 @@ from benchmark.prompts import OFFICIAL_TOOLS
 from benchmark.scoring import PRIMARY_METRIC, SECONDARY_METRICS, TASK_IDS
 from benchmark.scoring.classification import INVALID, REFERENCE_CLASSES
 from leaderboard import stats
+from leaderboard.comparability import Comparability, comparability
 from leaderboard.models import PublishedResult, RunSummary
 from leaderboard.published import CITATION, PAPER_BOARD, parse_parameters
 from leaderboard.services import item_score, refresh_run_summary, stale_tasks, task_signatures
@@ -88,7 +89,9 @@ class LeaderboardRow:
     ``cost_usd`` is the cache-aware cost of a run (the paper's estimate for a published row);
     ``cost_paper_usd`` is the paper's formula for both, and the frontier uses it. ``rank`` is
     the position by Overall; ``tie_group`` and ``tie_range`` (first and last rank of the group)
-    gather the ranks whose intervals overlap the group leader's.
+    gather the ranks whose intervals overlap the group leader's. ``comparability`` says whether a
+    run is comparable with the paper's rows (None for a published row); on a board with the
+    paper's rows, only those and the comparable runs are ranked.
     """
 
     source: str
@@ -116,6 +119,12 @@ class LeaderboardRow:
     tie_group: int | None = None
     tie_range: tuple[int, int] | None = None
     on_pareto_frontier: bool = False
+    comparability: Comparability | None = None
+
+    @property
+    def comparable(self) -> bool:
+        """Whether the row may be ranked among the paper's: a published row, or a comparable run."""
+        return self.comparability is None or self.comparability.comparable
 
     @property
     def key(self) -> str:
@@ -132,7 +141,10 @@ class LeaderboardRow:
 
 @dataclass
 class Leaderboard:
-    """A board: its rows ranked best first, and what the filters can choose from."""
+    """A board: its rows ranked best first, and what the filters can choose from.
+
+    ``among_paper_rows``: the board holds the paper's rows, so only they and comparable runs are ranked.
+    """
 
     suite: str
     suite_obj: Suite | None
@@ -141,6 +153,7 @@ class Leaderboard:
     families: list[str]
     filters: dict[str, Any] = field(default_factory=dict)
     citation: str = ""
+    among_paper_rows: bool = False
 
     @property
     def has_published(self) -> bool:
@@ -182,7 +195,7 @@ def _model_fields(spec: ModelSpec) -> dict[str, Any]:
     }
 
 
-def _run_row(run: Run, summary: RunSummary) -> LeaderboardRow:
+def _run_row(run: Run, summary: RunSummary, *, suite: Suite) -> LeaderboardRow:
     metrics, official = _metrics_template(), dict.fromkeys(TASK_IDS)
     for task, task_summary in summary.tasks.items():
         metrics[task] = {metric: task_summary["metrics"].get(metric) for metric in metrics[task]}
@@ -204,6 +217,7 @@ def _run_row(run: Run, summary: RunSummary) -> LeaderboardRow:
         prompt_tokens=run.prompt_tokens,
         completion_tokens=run.completion_tokens,
         total_tokens=run.prompt_tokens + run.completion_tokens,
+        comparability=comparability(run, suite=suite),
     )
 
 
@@ -240,10 +254,14 @@ def _published_row(result: PublishedResult) -> LeaderboardRow:
     )
 
 
-def _rank(rows: list[LeaderboardRow]) -> list[LeaderboardRow]:
-    """Order rows best first, number them, group overlapping intervals and mark the frontier."""
+def _rank(rows: list[LeaderboardRow], *, among_paper_rows: bool = False) -> list[LeaderboardRow]:
+    """Order rows best first, number them, group overlapping intervals and mark the frontier.
+
+    ``among_paper_rows`` (a board with the paper's rows): only the paper's rows and the comparable
+    runs get a rank; the other runs keep their place by Overall, without a number.
+    """
     rows = sorted(rows, key=lambda row: (row.overall is None, -(row.overall or 0.0), row.model, row.key))
-    ranked = [row for row in rows if row.overall is not None]
+    ranked = [row for row in rows if row.overall is not None and (row.comparable or not among_paper_rows)]
     groups = stats.tie_groups([row.overall_ci or (row.overall, row.overall) for row in ranked])
     spans: dict[int, list[int]] = defaultdict(list)
     for position, (row, group) in enumerate(zip(ranked, groups), start=1):
@@ -272,7 +290,12 @@ class _BoardData:
         return bool(self.suite and self.suite.release.is_synthetic)
 
     def rows(self) -> list[LeaderboardRow]:
-        return [_run_row(run, summary) for run, summary in self.runs] + [_published_row(p) for p in self.published]
+        runs = [_run_row(run, summary, suite=self.suite) for run, summary in self.runs]
+        return runs + [_published_row(p) for p in self.published]
+
+    @property
+    def has_paper_rows(self) -> bool:
+        return bool(self.published)
 
 
 def _fresh_summaries(runs: Sequence[Run]) -> list[tuple[Run, RunSummary]]:
@@ -355,10 +378,11 @@ def leaderboard(
         suite=suite,
         suite_obj=data.suite,
         is_synthetic=data.is_synthetic,
-        rows=_rank(rows),
+        rows=_rank(rows, among_paper_rows=data.has_paper_rows),
         families=families,
         filters={"source": source, "family": family, "weights": weights},
         citation=CITATION if data.published else "",
+        among_paper_rows=data.has_paper_rows,
     )
 
 
@@ -383,7 +407,8 @@ def boards() -> list[Board]:
 
 
 CSV_COLUMNS = (
-    "rank", "tie_group", "model", "source", "run_id", "family", "parameters", "open_weight",
+    "rank", "tie_group", "model", "source", "run_id", "comparable", "not_comparable_because", "family",
+    "parameters", "open_weight",
     "overall", "overall_ci_low", "overall_ci_high", "overall_official",
     *(f"{task}_{metric}" for task, metric, _ in METRIC_COLUMNS),
     "cost_usd", "cost_paper_usd", "prompt_tokens", "completion_tokens", "total_tokens", "on_pareto_frontier",
@@ -398,7 +423,8 @@ def leaderboard_csv(board: Leaderboard) -> str:
     for row in board.rows:
         low, high = row.overall_ci or (None, None)
         writer.writerow([
-            row.rank, row.tie_group, row.model, row.source, row.run_id, row.family, row.parameters,
+            row.rank, row.tie_group, row.model, row.source, row.run_id, row.comparable,
+            "; ".join(row.comparability.reasons) if row.comparability else "", row.family, row.parameters,
             row.is_open_weight, row.overall, low, high, row.overall_official,
             *(row.metrics[task][metric] for task, metric, _ in METRIC_COLUMNS),
             row.cost_usd, row.cost_paper_usd, row.prompt_tokens, row.completion_tokens, row.total_tokens,
@@ -550,7 +576,7 @@ def analysis(*, suite: str = PAPER_BOARD) -> Analysis:
     Raises ``UnknownBoard`` like ``leaderboard``.
     """
     data = _board_data(suite, details=True)
-    rows = _rank(data.rows())
+    rows = _rank(data.rows(), among_paper_rows=data.has_paper_rows)
     summaries = {f"run-{run.pk}": summary for run, summary in data.runs}
     items = {key: summary.items for key, summary in summaries.items()}
     cost_performance = sorted(
@@ -597,7 +623,9 @@ def analysis(*, suite: str = PAPER_BOARD) -> Analysis:
 class TaskAnalysis:
     """A task page's data; the parts that do not apply to the task are None.
 
-    ``rows``: every board row with this task's metrics and official flag. ``confusion`` (T1-T4):
+    ``rows``: every board row with this task's metrics, official flag and ``comparable`` flag with
+    its ``reasons`` (on a board with the paper's rows, ``among_paper_rows``, only comparable rows are
+    ranked among the paper's). ``confusion`` (T1-T4):
     per run, the pooled confusion matrix (gold rows, predicted columns plus ``__invalid__``).
     ``snr`` (T2): see ``_t2_snr``. ``miss_over_alarm`` (T5): per run, the share of seizure-positive
     records no prediction touches and of seizure-free records with any prediction.
@@ -609,6 +637,7 @@ class TaskAnalysis:
     name: str
     is_synthetic: bool
     rows: list[dict[str, Any]]
+    among_paper_rows: bool = False
     confusion: list[dict[str, Any]] | None = None
     snr: dict[str, Any] | None = None
     miss_over_alarm: list[dict[str, Any]] | None = None
@@ -708,7 +737,7 @@ def task_analysis(*, suite: str = PAPER_BOARD, task: str) -> TaskAnalysis:
     if task not in TASK_IDS:
         raise ValueError(f"unknown task {task!r}; tasks are {', '.join(TASK_IDS)}")
     data = _board_data(suite, details=True)
-    rows = _rank(data.rows())
+    rows = _rank(data.rows(), among_paper_rows=data.has_paper_rows)
     by_key = {row.key: row for row in rows}
     runs = [(by_key[f"run-{run.pk}"], summary) for run, summary in data.runs if task in summary.tasks]
     runs.sort(key=lambda pair: rows.index(pair[0]))
@@ -718,9 +747,11 @@ def task_analysis(*, suite: str = PAPER_BOARD, task: str) -> TaskAnalysis:
         name=TASK_NAMES[task],
         is_synthetic=data.is_synthetic,
         rows=[
-            {**_point(row), "rank": row.rank, "metrics": row.metrics[task], "official": row.official[task]}
+            {**_point(row), "rank": row.rank, "metrics": row.metrics[task], "official": row.official[task],
+             "comparable": row.comparable, "reasons": row.comparability.reasons if row.comparability else ()}
             for row in rows if row.official[task] is not None
-        ],
+        ],  # fmt: skip
+        among_paper_rows=data.has_paper_rows,
     )
     if task in REFERENCE_CLASSES:
         classes = list(REFERENCE_CLASSES[task])
@@ -867,7 +898,7 @@ def run_detail(*, run_id: int) -> RunDetail:
         progress[episode.status] += 1
     return RunDetail(
         run=run,
-        row=_run_row(run, summary),
+        row=_run_row(run, summary, suite=run.suite),
         tasks=_task_rows(summary),
         progress=progress,
         episodes=episodes,

@@ -28,6 +28,7 @@ from benchmark.scoring.hypnogram import align, expand_rle
 from benchmark.scoring.seizure import parse_raw_events
 from leaderboard import charts, selectors
 from leaderboard.api.serializers import LeaderboardSerializer
+from leaderboard.comparability import comparability, how_called
 from leaderboard.forms import EpisodeFilterForm, NewRunForm
 from leaderboard.published import PAPER_BOARD
 from leaderboard.services import item_score
@@ -216,10 +217,18 @@ def _task_figures(analysis: selectors.TaskAnalysis, labels: dict[str, str]) -> d
 
 
 def _by_task_score(analysis: selectors.TaskAnalysis) -> list[dict]:
-    """A task's rows best first by the task's primary metric, each with its ``task_rank``."""
+    """A task's rows best first by the task's primary metric, each with its ``task_rank``.
+
+    Beside the paper's rows only they and the comparable runs are ranked; the others keep their place.
+    """
     primary = PRIMARY_METRIC[analysis.task]
     rows = sorted(analysis.rows, key=lambda row: (row["metrics"][primary] is None, -(row["metrics"][primary] or 0)))
-    return [{**row, "task_rank": position} for position, row in enumerate(rows, start=1)]
+    ranked, position = [], 0
+    for row in rows:
+        counted = row["comparable"] or not analysis.among_paper_rows
+        position += counted
+        ranked.append({**row, "task_rank": position if counted else None})
+    return ranked
 
 
 @require_safe
@@ -651,6 +660,8 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     query.pop("page", None)
     return render(request, "leaderboard/run.html", {
         "run": run,
+        "comparability": comparability(run),
+        "called": how_called(run),
         "progress": run_progress_data(run),
         "tasks": selectors.run_task_rows(run),
         "form": form,

@@ -5,6 +5,7 @@ Costs are given as JSON numbers in USD; a null cost means unpriced, never free.
 from rest_framework import serializers
 
 from benchmark.scoring import TASK_IDS
+from leaderboard.comparability import comparability
 from leaderboard.published import PAPER_BOARD
 from leaderboard.selectors import SOURCES, WEIGHTS
 from runs.models import TOKEN_FIELDS, Status
@@ -71,6 +72,12 @@ class LeaderboardRowSerializer(serializers.Serializer):
     completion_tokens = serializers.IntegerField(allow_null=True)
     total_tokens = serializers.IntegerField(allow_null=True)
     on_pareto_frontier = serializers.BooleanField()
+    comparable = serializers.BooleanField()
+    not_comparable_because = serializers.SerializerMethodField()
+
+    def get_not_comparable_because(self, row) -> list[str]:
+        """Why a run is not comparable with the paper's rows (empty for a comparable run or a published row)."""
+        return list(row.comparability.reasons) if row.comparability else []
 
 
 class LeaderboardSerializer(serializers.Serializer):
@@ -78,6 +85,7 @@ class LeaderboardSerializer(serializers.Serializer):
     is_synthetic = serializers.BooleanField()
     citation = serializers.CharField()
     families = serializers.ListField(child=serializers.CharField())
+    among_paper_rows = serializers.BooleanField()
     rows = LeaderboardRowSerializer(many=True)
 
 
@@ -99,9 +107,15 @@ class RunSerializer(serializers.Serializer):
     completion_tokens = serializers.IntegerField()
     cost_usd = CostField()
     progress = serializers.SerializerMethodField()
+    prompt_set = serializers.CharField()
+    comparability = serializers.SerializerMethodField()
 
     def get_progress(self, run) -> dict[str, int]:
         return {"episodes": run.n_episodes, **{value: getattr(run, f"n_{value}") for value in Status.values}}
+
+    def get_comparability(self, run) -> dict:
+        """``{"comparable", "reasons"}``: whether the run is comparable with the paper's rows, and why not."""
+        return comparability(run).as_dict()
 
 
 class ScoreField(serializers.FloatField):
@@ -142,6 +156,8 @@ class RunDetailSerializer(serializers.Serializer):
     source = serializers.CharField(source="run.source")
     tasks_selected = serializers.ListField(source="run.tasks", child=serializers.CharField())
     settings = serializers.JSONField(source="run.settings")
+    prompt_set = serializers.CharField(source="run.prompt_set")
+    comparability = serializers.SerializerMethodField()
     created_at = serializers.DateTimeField(source="run.created_at")
     started_at = serializers.DateTimeField(source="run.started_at", allow_null=True)
     finished_at = serializers.DateTimeField(source="run.finished_at", allow_null=True)
@@ -157,6 +173,10 @@ class RunDetailSerializer(serializers.Serializer):
     tasks = serializers.JSONField()
     progress = serializers.DictField(child=serializers.IntegerField())
     episodes = EpisodeRowSerializer(many=True)
+
+    def get_comparability(self, detail) -> dict:
+        """``{"comparable", "reasons"}``: whether the run is comparable with the paper's rows, and why not."""
+        return detail.row.comparability.as_dict()
 
 
 class StepSerializer(serializers.Serializer):

@@ -187,8 +187,13 @@ def add_run(
     steps_per_episode: int = 0,
     result_chars: int = 300,
     seed: int = 0,
+    prompt_set: str = "official",
+    settings: dict | None = None,
 ) -> Run:
     """A run of ``model`` on ``suite`` whose first ``complete`` share of episodes per task is completed.
+
+    By default it is made as the paper's runs were (the official prompt set and configs' settings), so
+    it is comparable with the paper's rows on the official suite; ``prompt_set`` and ``settings`` change that.
 
     Each completed episode is right with probability ``skill``, is scored by ``runs.loop.score_prediction``
     and, with ``steps_per_episode``, gets that many steps (one tool call every other step). The others
@@ -198,7 +203,8 @@ def add_run(
     codes = sorted(set(tasks))
     run = Run.objects.create(
         suite=suite, model=model, tasks=codes, name=f"{model.name} run",
-        status=Status.COMPLETED if complete >= 1 else Status.RUNNING,
+        status=Status.COMPLETED if complete >= 1 else Status.RUNNING, prompt_set=prompt_set,
+        **({"settings": settings} if settings is not None else {}),
     )
     instances = list(
         suite.instances.filter(task__code__in=codes).select_related("task").order_by("task__code", "position")

@@ -1,0 +1,81 @@
+"""Whether a run's scores are comparable with the paper's published rows, and if not, why.
+
+The paper's models read the official package's texts, called their tools through the text
+protocol with ``max_tokens`` 8192 at temperature 0 (the official runner's shipped agent configs),
+on the official release. A run is comparable with them only when it was made the same way: the
+official prompt set, the text protocol, 8192 tokens, temperature 0, on the official suite. The
+leaderboard ranks comparable runs among the paper's rows; any other run on that board is shown
+with a mark and the reasons below, and without a rank among them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from benchmark.wording import OFFICIAL
+from leaderboard.published import PAPER_BOARD
+from runs.agents import is_baseline
+from runs.models import PAPER_MAX_TOKENS, PAPER_PROTOCOL, PAPER_TEMPERATURE, Run
+
+COMPARABLE = "comparable with the paper"
+
+
+@dataclass(frozen=True)
+class Comparability:
+    """``comparable``, or the ``reasons`` why not (each a short phrase, e.g. "paraphrased prompts")."""
+
+    reasons: tuple[str, ...]
+
+    @property
+    def comparable(self) -> bool:
+        return not self.reasons
+
+    @property
+    def label(self) -> str:
+        return COMPARABLE if self.comparable else "not comparable: " + "; ".join(self.reasons)
+
+    def as_dict(self) -> dict:
+        return {"comparable": self.comparable, "reasons": list(self.reasons)}
+
+
+def how_called(run: Run) -> dict[str, str]:
+    """The prompt set, tool protocol, max_tokens and temperature of ``run``, as text ("not recorded" if unknown)."""
+    settings = run.settings or {}
+    shown = {"prompt_set": run.prompt_set}
+    for name in ("tool_protocol", "max_tokens", "temperature"):
+        value = settings.get(name)
+        shown[name] = "not recorded" if value is None else str(value)
+    return shown
+
+
+def comparability(run: Run, *, suite=None) -> Comparability:
+    """How ``run`` compares with the paper's rows (``suite``: the run's suite, if already loaded)."""
+    suite = suite if suite is not None else run.suite
+    reasons: list[str] = []
+    if is_baseline(run.model.provider_model):
+        reasons.append("a built-in baseline, not a model")
+    elif run.source == Run.Source.EXTERNAL:
+        reasons.append("an external agent, called with settings of its own")
+    else:
+        reasons += _setting_reasons(run)
+    if suite.name != PAPER_BOARD or suite.release.is_synthetic:
+        reasons.append("not the official suite")
+    return Comparability(tuple(reasons))
+
+
+def _setting_reasons(run: Run) -> list[str]:
+    reasons = []
+    if run.prompt_set != OFFICIAL:
+        reasons.append("paraphrased prompts")
+    settings = run.settings or {}
+    protocol = settings.get("tool_protocol")
+    if protocol is None:
+        reasons.append("tool protocol not recorded" if run.source == Run.Source.IMPORTED else "tool protocol auto")
+    elif protocol != PAPER_PROTOCOL:
+        reasons.append(f"tool protocol {protocol}")
+    for name, paper in (("max_tokens", PAPER_MAX_TOKENS), ("temperature", PAPER_TEMPERATURE)):
+        value = settings.get(name)
+        if value is None:
+            reasons.append(f"{name} not recorded")
+        elif value != paper:
+            reasons.append(f"{name} {value} (the paper's: {paper})")
+    return reasons
