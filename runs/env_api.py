@@ -26,6 +26,7 @@ from rest_framework.throttling import SimpleRateThrottle
 from rest_framework.views import APIView
 
 from benchmark.models import Suite
+from benchmark.wording import PROMPT_SETS
 from runs import environment
 from runs.models import EnvironmentToken, Episode, Run
 
@@ -98,6 +99,7 @@ class OpenRunInput(serializers.Serializer):
     name = serializers.CharField(max_length=200, required=False, default="")
     limit = serializers.IntegerField(min_value=1, required=False, allow_null=True, default=None)
     limits = serializers.DictField(required=False, default=dict)
+    prompt_set = serializers.ChoiceField(choices=PROMPT_SETS, required=False, allow_null=True, default=None)
 
 
 class StartEpisodeInput(serializers.Serializer):
@@ -110,8 +112,9 @@ class StartEpisodeInput(serializers.Serializer):
 class RunListView(APIView):
     """``GET /api/env/runs/`` (a key): the key's run and its progress.
 
-    ``POST /api/env/runs/`` (staff, signed in) ``{"agent", "suite", "tasks", "name"?, "limit"?, "limits"?}``:
-    open an external run; the answer shows its key once.
+    ``POST /api/env/runs/`` (staff, signed in) ``{"agent", "suite", "tasks", "name"?, "limit"?, "limits"?,
+    "prompt_set"?}``: open an external run (the prompt set its agent reads: official where the package
+    is installed, else platform); the answer shows its key once.
     """
 
     authentication_classes = [EnvironmentTokenAuthentication, SessionAuthentication]
@@ -142,6 +145,9 @@ def _run_body(run: Run) -> dict:
         "tasks": run.tasks,
         "status": run.status,
         "progress": run.progress(),
+        "prompt_set": run.prompt_set,
+        # What the paper's runs were called with; the agent drives its own model, so these are advice.
+        "settings": run.settings,
     }
 
 
@@ -169,6 +175,7 @@ class EpisodeStartView(_AgentView):
             "tools": start.tools,
             "output_schema": start.output_schema,
             "limits": start.limits,
+            "prompt_set": run.prompt_set,
             "actions_url": request.build_absolute_uri(reverse("env:actions", args=[episode.pk])),
         }
         return Response(body, status=status.HTTP_201_CREATED)

@@ -45,7 +45,7 @@ from runs.loop import (
     run_wording,
     step_messages,
 )
-from runs.models import EnvironmentToken, Episode, Run, Status, Step
+from runs.models import EnvironmentToken, Episode, Run, Status, Step, default_decoding_settings
 from runs.services import append_step, create_run
 
 EXTERNAL_FAMILY = "external"
@@ -126,10 +126,14 @@ def open_external_run(
     limit: int | None = None,
     limits: dict | None = None,
     created_by=None,
+    prompt_set: str | None = None,
 ) -> tuple[Run, str]:
     """Create an external run of ``agent`` on ``suite`` (one pending episode per instance) and its key.
 
-    ``limits`` are the run's caps (``runs.loop.EpisodeLimits``). Returns the run and the key.
+    ``limits`` are the run's caps (``runs.loop.EpisodeLimits``); ``prompt_set`` the wording its agent
+    reads (``benchmark.wording``; by default official where the package is installed). The run
+    records the official configs' decoding settings, which the agent is advised to use with its
+    model. Returns the run and the key.
     """
     run = create_run(
         suite=suite,
@@ -138,7 +142,8 @@ def open_external_run(
         name=name or f"{agent} on {suite.name}",
         limit=limit,
         limits=limits or {},
-        settings={},
+        settings=default_decoding_settings(),
+        prompt_set=prompt_set,
         source=Run.Source.EXTERNAL,
         created_by=created_by,
     )

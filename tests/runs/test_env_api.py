@@ -80,6 +80,11 @@ def test_staff_open_a_run_over_the_api_and_others_may_not(suite, staff_user, vis
     assert response.status_code == 201, response.data
     run = Run.objects.get(pk=response.data["run"])
     assert run.created_by == staff_user and run.progress()[Status.PENDING] == 2
+    # The platform wording (the official package is absent) and the official configs' settings, as advice.
+    assert (response.data["prompt_set"], run.prompt_set) == ("platform", "platform")
+    assert response.data["settings"] == {"tool_protocol": "text", "temperature": 0, "max_tokens": 8192}
+    refused = client.post(reverse("env:runs"), {**body, "prompt_set": "official"}, format="json")
+    assert refused.status_code == 400 and "pip install -e '.[official]'" in refused.data["detail"]
     assert agent_client(response.data["key"]).get(reverse("env:runs")).data["run"] == run.pk
     _, other_key = external_run(suite)
     assert agent_client(other_key).post(reverse("env:runs"), body, format="json").status_code == 403
@@ -166,6 +171,7 @@ def test_an_episode_starts_with_the_prompts_tools_and_schema_and_records_its_pro
     assert episode.status == Status.RUNNING and Run.objects.get(pk=run.pk).status == Status.RUNNING
     prompt = episode.steps.get()
     assert prompt.kind == Step.Kind.PROMPT and prompt.result["protocol"] == "text"
+    assert prompt.result["prompt_set"] == body["prompt_set"] == "platform"
 
     second = start(agent_client(key), run).data
     assert second["task"] == "T3" and len(second["tools"]) == 10

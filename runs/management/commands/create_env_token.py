@@ -2,6 +2,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from benchmark.models import Suite
+from benchmark.wording import PROMPT_SETS
 from runs import environment
 
 
@@ -17,6 +18,8 @@ class Command(BaseCommand):
         parser.add_argument("--tasks", nargs="+", help="Task codes (default: every task of the suite).")
         parser.add_argument("--limit", type=int, help="At most this many instances per task.")
         parser.add_argument("--name", default="", help="Display name of the run.")
+        parser.add_argument("--prompt-set", choices=PROMPT_SETS,
+                            help="The wording the agent reads (default: official where the package is installed).")
 
     def handle(self, *args, **options):
         suite = Suite.objects.filter(name=options["suite"]).first()
@@ -25,7 +28,8 @@ class Command(BaseCommand):
         tasks = options["tasks"] or sorted(set(suite.instances.values_list("task__code", flat=True)))
         try:
             run, key = environment.open_external_run(
-                agent=options["agent"], suite=suite, tasks=tasks, name=options["name"], limit=options["limit"]
+                agent=options["agent"], suite=suite, tasks=tasks, name=options["name"], limit=options["limit"],
+                prompt_set=options["prompt_set"],
             )
         except ValueError as exc:
             raise CommandError(str(exc)) from None
