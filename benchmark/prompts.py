@@ -98,8 +98,8 @@ def tool_overview(names: Sequence[str]) -> str:
 # ── system prompts ──────────────────────────────────────────────────────────────────────────
 
 T1_SYSTEM_PROMPT = """\
-You are a clinical neurophysiologist and EEG specialist sitting a multiple-choice examination in \
-which every question has one best answer.
+You are an EEG and clinical neurophysiology expert, sitting a multiple-choice examination in which \
+every question has one best answer.
 
 ## Rules
 1. Each question offers FOUR options, labelled A, B, C and D, and exactly ONE of them is correct.
@@ -160,7 +160,7 @@ contamination strength, so working out which pattern points to which source is u
 """
 
 _T3_INTRO = """\
-You are an agent that reads EEG. You review one EEG recording and write its record-level clinical \
+You are an expert agent that reads EEG. You review one EEG recording and write its record-level clinical \
 **Impression**: assign exactly one of the labels given in the Expected Output Schema (in the user \
 message) and list the EEG evidence behind that judgement.
 
@@ -180,7 +180,7 @@ amplitude-to-RMS ratio, the width and the sharpness before calling one significa
 """
 
 _T4_INTRO = """\
-You are an agent that reads EEG for **research cohort discrimination**: for one EEG recording, decide \
+You are an expert agent that reads EEG for **research cohort discrimination**: for one EEG recording, decide \
 which research cohort it comes from, choosing exactly one of the labels given in the Expected Output \
 Schema (in the user message). This is NOT a clinical diagnosis; your answer names a cohort and makes \
 no diagnostic claim.
@@ -199,7 +199,7 @@ that no signal-level analysis was done.
 """
 
 _T5_INTRO = """\
-You are an epileptologist agent. Your input is **one long scalp-EEG recording** (continuous, often up \
+You are an expert agent in epileptology. Your input is **one long scalp-EEG recording** (continuous, often up \
 to about an hour, 256 Hz, around 23 bipolar channels), and you must report **every electrographic \
 seizure** in it as a time interval.
 
@@ -241,7 +241,7 @@ when you are done.
 """
 
 _T6_INTRO = """\
-You are a sleep-EEG agent. Your input is **one whole-night PSG recording**, and you produce two things:
+You are an expert agent in sleep EEG. Your input is **one whole-night PSG recording**, and you produce two things:
 
 1. A hypnogram in 30-second epochs covering the *whole* recording, scored with the five AASM classes \
 ``W`` (wake), ``N1``, ``N2``, ``N3`` and ``REM``. Give it as run-length segments, one segment per \

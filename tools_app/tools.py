@@ -147,22 +147,33 @@ def _python(value):
     return value.item() if isinstance(value, np.generic) else value
 
 
+#: The windowed tool's window length when none is given (not advertised in its schema, as upstream).
+DEFAULT_WINDOW_SEC = 5.0
+
+
 # ---------------------------------------------------------------------- Data Overview
 
 @tool(category="Data Overview")
 def get_recording_info(recording: "Recording", record_id: str) -> dict:
-    """Describe the recording: sampling rate, duration, channels, filters and reference flag.
-
-    Returns the sampling rate (Hz), duration (s), number of channels and of channels typed
-    as EEG, all channel names, the high- and low-pass settings stored in the file (Hz), the
-    file's custom-reference flag (`reference`: 0/false when no re-referencing was applied,
-    not a description of the montage) and the subject's age and sex when the file stores
-    them (usually null). Takes no channel or time arguments; the output is small.
+    """Give a recording's basic metadata: sampling rate, duration, channel count, reference
+    scheme, montage, subject demographics and whether the data are available. Works for any
+    recording and takes only ``record_id`` (no channel or time arguments); the output is a small
+    dict of fixed size.
 
     Parameters
     ----------
     record_id : str
-        Identifier of the EEG record to analyse.
+        Identifier of the EEG record.
+
+    Notes
+    -----
+    The fields are the official tool's: sampling rate (Hz), duration (s, the last sample's
+    time), number of channels and of channels typed as EEG, all channel names, the high- and
+    low-pass settings stored in the file (Hz), the file's custom-reference flag (``reference``:
+    0 when no re-referencing was applied; MNE's named constant, so the model reads
+    ``0 (FIFFV_MNE_CUSTOM_REF_OFF)``, see ``tools_app.views``), and the subject's age and sex
+    when the file stores them (usually null). Neither a montage nor an availability status is
+    returned, although the official description names them.
     """
     subject = recording.subject_info or {}
     body = {
@@ -183,20 +194,23 @@ def get_recording_info(recording: "Recording", record_id: str) -> dict:
 
 @tool(category="Data Overview")
 def get_channel_list(recording: "Recording", record_id: str) -> dict:
-    """List every channel with its type, hemisphere, brain region and bad-channel flag.
-
-    Hemisphere is L, R, M (midline) or unknown and region one of frontal, temporal,
-    central, parietal, occipital or unknown, from the 10-20 electrode in the name (an
-    "EEG " prefix is ignored and a bipolar name such as Fpz-Cz is placed by its first
-    electrode; the lookup is case-sensitive, so upper-case names such as FP1 are unknown).
-    The type is the one the file declares: EDF files type every channel as EEG, including
-    EOG, EMG and other polygraphic channels. Works for any recording, including
-    single-channel ones; one row per channel.
+    """Give the recording's channels, each with its type (EEG, EOG, EMG, ...), hemisphere (L, R or
+    M), brain region (frontal, temporal, central, parietal or occipital) and whether the file
+    marks it bad. Works for any recording, single-channel ones included; takes only
+    ``record_id``. The output is bounded: one row per channel.
 
     Parameters
     ----------
     record_id : str
-        Identifier of the EEG record to analyse.
+        Identifier of the EEG record.
+
+    Notes
+    -----
+    Hemisphere and region come from the 10-20 electrode in the name ("unknown" when there is
+    none): an "EEG " prefix is ignored, a bipolar name such as Fpz-Cz is placed by its first
+    electrode, and the lookup is case-sensitive, so upper-case names such as CHB-MIT's FP1 are
+    unknown. The type is the one the file declares: EDF files type every channel as EEG,
+    EOG, EMG and other polygraphic channels included.
     """
     bads = set(recording.bads)
     channels = [
@@ -223,25 +237,30 @@ _NOISE_FIELDS = ("rms_uv", "flat_line_ratio", "saturation_ratio", "line_noise_ra
 def compute_noise_metrics(
     recording: "Recording", record_id: str, channels: list[str] | None = None, line_freq: float = 50
 ) -> dict:
-    """Measure signal quality per channel over the whole recording.
-
-    For each channel: RMS amplitude (µV); flat-line ratio (share of sample-to-sample steps
-    below 0.1 µV); saturation ratio (share of samples at the channel's minimum or maximum,
-    1 for a constant channel); line-noise ratio (mean power within ±2 Hz of the mains
-    frequency over the mean power from 1 Hz to Nyquist − 1 Hz); and high-frequency ratio
-    (power above 40 Hz over the power from 1 Hz to Nyquist − 1 Hz). Always covers the
-    whole recording (no time arguments). Works for any number of channels; requested
-    channels that do not exist are skipped, and an error is returned when none exists.
-    One row per channel.
+    """Measure noise per channel: RMS amplitude (µV), flat-line ratio, saturation ratio,
+    line-noise ratio (power at the mains frequency against the broadband power) and
+    high-frequency noise ratio (power above 40 Hz against the broadband power). Works for any
+    number of channels, a single one included, and covers the whole recording (no time
+    arguments). Asking for channels that do not exist gives a clear error. The output is
+    bounded: one row per channel.
 
     Parameters
     ----------
     record_id : str
-        Identifier of the EEG record to analyse.
+        Identifier of the EEG record.
     channels : list of str, optional
-        Channels to assess. If omitted, every channel typed as EEG is used.
+        Channels to assess. If omitted, all EEG channels.
     line_freq : float
         Mains frequency in Hz (50 or 60).
+
+    Notes
+    -----
+    Flat-line ratio: the share of sample-to-sample steps below 0.1 µV. Saturation ratio: the
+    share of samples at the channel's minimum or maximum (1 for a constant channel). Line-noise
+    ratio: mean power within ±2 Hz of ``line_freq`` over the mean power from 1 Hz to
+    Nyquist − 1 Hz. High-frequency ratio: power above 40 Hz over the power from 1 Hz to
+    Nyquist − 1 Hz. Requested channels that do not exist are skipped; the error comes only
+    when none exists (as upstream).
     """
     names, picks = _channels_or_default(recording, channels)
     _check_rows({"record_id": record_id, "line_freq_hz": line_freq, "n_channels": 0, "channels": []},
@@ -278,39 +297,48 @@ def compute_psd(
     fmin: float = 0.5,
     fmax: float = 45,
 ) -> dict:
-    """Summarise the power spectrum of each channel over a time window.
+    """Summarise the power spectral density (PSD) of the chosen channels. Per channel it gives
+    scalars: the alpha peak (frequency and power), the dominant frequency, the total power and
+    a dict of the power in five bands (delta, theta, alpha, beta, gamma). Welch and multitaper
+    estimates are available.
 
-    Per channel: the alpha peak (frequency in Hz and power in µV²/Hz of the largest bin in
-    8–13 Hz), the dominant frequency (largest bin in [fmin, fmax]), the total power in
-    [fmin, fmax] (µV²) and the power of each band inside [fmin, fmax] (delta 1–4, theta
-    4–8, alpha 8–13, beta 13–30, gamma 30–45 Hz; band edges are inclusive, so a bin on an
-    edge counts in both bands). Also the alpha peak of the channel-averaged spectrum.
-    Spectra are Welch estimates with 2-s Hann segments and 50% overlap (0.5 Hz bins for windows of 2 s or more).
+    ## Output size
+    Bounded: about 7 scalar fields per channel; even a dense 64-channel montage stays under
+    2 KB (< 0.5k tokens). The full PSD array is not returned: the band_powers_uv2 dict gives
+    the energy per band, and another call per time window gives temporal resolution.
 
-    Output size: about 7 numbers per channel; the spectrum itself is not returned, so
-    call again per window when you need time resolution.
-
-    Applicability: any number of channels; the window needs at least half a second of
-    data (and at least 8 samples). Unknown channels or an empty or too-short window give an
+    ## Applicability
+    Any number of channels, a single one included; the window needs about 0.5 s or more for a
+    usable spectral resolution. Unknown channels or an empty or too-short window give a clear
     error.
 
     Parameters
     ----------
     record_id : str
-        Identifier of the EEG record to analyse.
+        Identifier of the EEG record.
     channels : list of str, optional
-        Channels to analyse. If omitted, every channel typed as EEG is used.
+        Channels to summarise. If omitted, all EEG channels.
     tmin : float, optional
-        Window start in seconds. If omitted, the recording's start.
+        Start time in seconds. If omitted, the start of the recording.
     tmax : float, optional
-        Window end in seconds. If omitted, the recording's end.
+        End time in seconds. If omitted, the end of the recording.
     method : str
-        Spectral estimator: "welch", or "multitaper" (the average of Welch spectra of 7
-        DPSS-tapered copies of the window, for windows up to 2^20 samples).
+        How the PSD is estimated.
     fmin : float
-        Lowest frequency reported, Hz.
+        Lowest frequency, Hz.
     fmax : float
-        Highest frequency reported, Hz.
+        Highest frequency, Hz.
+
+    Notes
+    -----
+    Alpha peak: frequency (Hz) and power (µV²/Hz) of the largest bin in 8–13 Hz; dominant
+    frequency: the largest bin in [fmin, fmax]; total power (µV²) and band powers inside
+    [fmin, fmax], bands delta 1–4, theta 4–8, alpha 8–13, beta 13–30, gamma 30–45 Hz with
+    inclusive edges (a bin on an edge counts in both bands); also the alpha peak of the
+    channel-averaged spectrum. Welch: 2-s Hann segments, 50 % overlap (0.5 Hz bins for windows
+    of 2 s or more). Multitaper (the official one): the average of Welch spectra of 7
+    DPSS-tapered copies of the window, for windows up to 2^20 samples; any other method name
+    runs Welch. The window needs max(8, sfreq // 2) samples.
     """
     names, picks = _channels_or_default(recording, channels)
     start, stop = _window(recording, tmin, tmax, min_samples=_spectral_min_samples(recording))
@@ -380,30 +408,36 @@ def compute_band_power(
     tmin: float | None = None,
     tmax: float | None = None,
 ) -> dict:
-    """Give each channel's absolute and relative band power and the usual band ratios.
+    """Give each channel's absolute power (µV²), relative power and the standard ratios for the
+    delta, theta, alpha, beta and gamma bands. The ratios are theta/alpha, delta/alpha and
+    slow/fast ((delta + theta) / (alpha + beta)).
 
-    Bands: delta 1–4, theta 4–8, alpha 8–13, beta 13–30, gamma 30–45 Hz, edges inclusive
-    (a bin on an edge counts in both bands). Absolute power is in µV² (trapezoid
-    integral of a Welch spectrum with 2-s Hann segments); relative power is each band's
-    share of the sum of these five bands; the ratios are theta/alpha, delta/alpha and
-    slow/fast = (delta + theta) / (alpha + beta).
+    ## Output size
+    Bounded: one row per channel, with 5 absolute, 5 relative and 3 ratio scalars; even
+    64-channel montages stay under 3 KB (< 1k tokens). Aggregates over the whole [tmin, tmax]
+    window: call once per epoch for temporal resolution (or use compute_windowed_features).
 
-    Output size: 13 numbers per channel, aggregated over the whole [tmin, tmax] window; call
-    once per epoch, or use compute_windowed_features, for time resolution.
-
-    Applicability: any number of channels; the window needs at least half a second of data.
-    Unknown channels or an empty or too-short window give an error.
+    ## Applicability
+    Any number of channels, a single one included; the window needs about 0.5 s or more.
+    Unknown channels or an empty or too-short window give a clear error.
 
     Parameters
     ----------
     record_id : str
-        Identifier of the EEG record to analyse.
+        Identifier of the EEG record.
     channels : list of str, optional
-        Channels to analyse. If omitted, every channel typed as EEG is used.
+        Channels to analyse. If omitted, all EEG channels.
     tmin : float, optional
-        Window start in seconds. If omitted, the recording's start.
+        Start time in seconds.
     tmax : float, optional
-        Window end in seconds. If omitted, the recording's end.
+        End time in seconds.
+
+    Notes
+    -----
+    Bands delta 1–4, theta 4–8, alpha 8–13, beta 13–30, gamma 30–45 Hz with inclusive edges (a
+    bin on an edge counts in both bands). Absolute power: trapezoid integral of a Welch
+    spectrum with 2-s Hann segments; relative power: each band's share of the sum of these
+    five bands (compute_windowed_features uses six, so its relative powers differ).
     """
     names, picks = _channels_or_default(recording, channels)
     start, stop = _window(recording, tmin, tmax, min_samples=_spectral_min_samples(recording))
@@ -453,39 +487,48 @@ def detect_transients(
     min_amplitude_uv: float = 70,
     max_candidates_per_channel: int = 20,
 ) -> dict:
-    """Find candidate transient peaks and measure their shape.
+    """Detect candidate transient amplitude peaks and measure their morphology: peak time, width
+    at half amplitude (ms), peak amplitude (µV), sharpness (µV/s) and polarity. Candidates come
+    ranked by amplitude, with background statistics per channel (RMS, peak-to-peak). It is a
+    raw signal-level peak detector: interpreting the candidates' morphology is up to the
+    analyst.
 
-    Each channel is band-passed (1–70 Hz, zero-phase 4th-order Butterworth; the upper edge
-    drops to Nyquist − 1 Hz at low sampling rates) and its positive and negative peaks
-    above min_amplitude_uv, at least 70 ms apart, become candidates: time (s), width at
-    half amplitude (ms), amplitude (µV), steepest slope within ±70 ms (µV/s) and polarity.
-    Each channel keeps its largest candidates; per channel you get their count, mean and
-    maximum amplitude, mean width and slope, and the background RMS and peak-to-peak of the
-    filtered signal with the candidates' amplitude-to-RMS ratios; the five largest
-    candidates overall are listed. These are raw peaks, not classified events: whether
-    they are spikes, sharp waves or artefacts is for you to judge.
+    ## Output size
+    Bounded by max_candidates_per_channel × n_channels (20 × n_channels by default): a summary
+    per channel (about 10 fields) and the 5 largest candidates overall. Even 64 channels at the
+    default cap stay under about 30 KB (~8k tokens). A lower min_amplitude_uv finds more
+    candidates before the cap applies.
 
-    Output size: one summary row per channel with candidates plus 5 candidates; lowering
-    min_amplitude_uv finds more candidates before the per-channel cap applies
-    (`_meta.truncated` says when the cap dropped some).
-
-    Applicability: any number of channels; the window needs at least 64 samples. Unknown
-    channels or an empty or too-short window give an error.
+    ## Applicability
+    Any number of channels, a single one included; the window needs about 64 samples or more
+    (zero-phase band-pass). Unknown channels or an empty or too-short window give a clear
+    error.
 
     Parameters
     ----------
     record_id : str
-        Identifier of the EEG record to analyse.
+        Identifier of the EEG record.
     channels : list of str, optional
-        Channels to scan. If omitted, every channel typed as EEG is used.
+        Channels to scan. If omitted, all EEG channels.
     tmin : float, optional
-        Window start in seconds. If omitted, the recording's start.
+        Start time in seconds.
     tmax : float, optional
-        Window end in seconds. If omitted, the recording's end.
+        End time in seconds.
     min_amplitude_uv : float
-        Smallest peak amplitude, µV, of the band-passed signal; 0 or less keeps every peak.
+        Smallest peak amplitude in µV; only candidates above it are returned.
     max_candidates_per_channel : int
-        How many of the largest candidates each channel keeps.
+        Most candidate peaks returned per channel, largest amplitude first.
+
+    Notes
+    -----
+    Each channel is band-passed (1–70 Hz, zero-phase 4th-order Butterworth; the upper edge drops
+    to Nyquist − 1 Hz at low sampling rates) and its positive and negative peaks above
+    min_amplitude_uv, at least 70 ms apart, become candidates: time (s), width at half amplitude
+    (ms), amplitude (µV), steepest slope within ±70 ms (µV/s) and polarity. Each channel keeps
+    its largest candidates; its summary has their count, mean and maximum amplitude, mean width
+    and slope, and the background RMS and peak-to-peak of the filtered signal with the
+    candidates' amplitude-to-RMS ratios. ``_meta.truncated`` says when the cap dropped some;
+    min_amplitude_uv of 0 or less keeps every peak (as upstream).
     """
     if max_candidates_per_channel < 0:
         raise ToolError(ErrorCode.INVALID_ARGUMENT, "max_candidates_per_channel must be 0 or more.")
@@ -580,25 +623,29 @@ def compute_temporal_features(
     tmin: float | None = None,
     tmax: float | None = None,
 ) -> dict:
-    """Compute time-domain statistics of each channel over a time window.
-
-    Per channel: mean, standard deviation and RMS (µV), peak-to-peak amplitude (µV),
-    skewness and excess kurtosis, the Hjorth parameters (activity in µV², mobility,
-    complexity), line length (summed absolute sample-to-sample change per second, µV/s)
-    and zero-crossing rate of the mean-removed signal (Hz). Aggregates over [tmin, tmax],
-    the whole recording if omitted. Works for any number of channels; the window needs at
-    least 3 samples. One row per channel.
+    """Compute time-domain statistics of the chosen channels: mean, std, RMS (µV), peak-to-peak
+    amplitude, skewness, kurtosis, the Hjorth parameters (activity, mobility, complexity), line
+    length (µV/s) and zero-crossing rate (Hz). Works for any number of channels, a single one
+    included; aggregates over [tmin, tmax] (the whole recording if omitted). Unknown channels
+    or an empty or too-short window give a clear error. The output is bounded: one row per
+    channel.
 
     Parameters
     ----------
     record_id : str
-        Identifier of the EEG record to analyse.
+        Identifier of the EEG record.
     channels : list of str, optional
-        Channels to analyse. If omitted, every channel typed as EEG is used.
+        Channels to analyse. If omitted, all EEG channels.
     tmin : float, optional
-        Window start in seconds. If omitted, the recording's start.
+        Start time in seconds.
     tmax : float, optional
-        Window end in seconds. If omitted, the recording's end.
+        End time in seconds.
+
+    Notes
+    -----
+    Skewness and kurtosis are scipy's (Fisher excess, biased); Hjorth activity is in µV²; line
+    length is the summed absolute sample-to-sample change per second; the zero-crossing rate
+    is that of the mean-removed signal. The window needs at least 3 samples.
     """
     names, picks = _channels_or_default(recording, channels)
     start, stop = _window(recording, tmin, tmax, min_samples=3)
@@ -626,29 +673,33 @@ def compute_asymmetry(
     tmin: float | None = None,
     tmax: float | None = None,
 ) -> dict:
-    """Compare homologous left and right electrodes: asymmetry index (L − R) / (L + R).
-
-    Pairs: Fp1-Fp2, F3-F4, C3-C4, P3-P4, O1-O2, F7-F8, T3-T4, T5-T6 (matched by exact
-    name or with an "EEG " prefix). For each pair present: the amplitude asymmetry of the
-    RMS (with both RMS values in µV), the asymmetry of each band's power (delta, theta,
-    alpha, beta, gamma, edges inclusive) and of the total spectral power. Positive values
-    mean left > right.
-
-    Applicability: needs monopolar 10-20 channels; when no pair is present (single-channel
-    data, bipolar montages such as CHB-MIT's, Sleep-EDF's Fpz-Cz) it answers
-    `applicable: false` with the reason and the available channels rather than numbers.
-    The window needs at least half a second of data. At most 8 rows.
+    """Compute the left–right hemispheric asymmetry index (L − R) / (L + R) for the standard
+    10-20 homologous pairs (Fp1-Fp2, F3-F4, C3-C4, P3-P4, O1-O2, F7-F8, T3-T4, T5-T6), in band
+    power, total power and amplitude. Positive values mean left > right. It needs standard
+    10-20 homologous left/right pairs: where there are none (single-channel data, derivations
+    that are not 10-20, say) it answers ``applicable: false`` with a message that it does not
+    apply, rather than made-up values. An empty or too-short window gives a clear error. The
+    output is bounded: one row per pair present.
 
     Parameters
     ----------
     record_id : str
-        Identifier of the EEG record to analyse.
+        Identifier of the EEG record.
     feature : str
-        What to compare: "amplitude", "band_power" or "all".
+        The feature whose asymmetry is computed.
     tmin : float, optional
-        Window start in seconds. If omitted, the recording's start.
+        Start time in seconds.
     tmax : float, optional
-        Window end in seconds. If omitted, the recording's end.
+        End time in seconds.
+
+    Notes
+    -----
+    Pairs are matched by exact name, the official alias map, or with an "EEG " prefix (the
+    official alias bug included: T7/T8/P7/P8 montages never match). Amplitude asymmetry is of
+    the raw RMS (both RMS values in µV are given); band power asymmetry per band (edges
+    inclusive) and of the total spectral power. Without pairs (single-channel Bonn, CHB-MIT's
+    bipolar montage, Sleep-EDF's Fpz-Cz) the answer gives the reason and the available
+    channels. The window needs at least half a second of data.
     """
     if feature not in _ASYMMETRY_FEATURES:
         raise ToolError(ErrorCode.UNKNOWN_FEATURE,
@@ -703,32 +754,40 @@ def compute_channel_correlation(
     tmin: float | None = None,
     tmax: float | None = None,
 ) -> dict:
-    """Correlate channels pairwise (Pearson r) over a time window.
+    """Compute Pearson correlation coefficients between pairs of channels over a time window:
+    the upper triangle of the correlation matrix of the requested channels, and each channel's
+    mean absolute correlation.
 
-    Returns r for every pair of the requested channels (the upper triangle of the
-    correlation matrix) and, per channel, its mean |r| with all the others. Channels that
-    are constant in the window get r = 0 and are listed under `constant_channels`.
-    Useful to tell synchronous frontal eye artefacts (high Fp1-Fp2 r) from focal muscle
-    activity or a loose electrode (low r with neighbours).
+    ## Output size
+    n_rows = n_channels × (n_channels − 1) / 2 (upper triangle).
+    - 19 channels -> 171 pairs, ~12 KB, ~3k tokens.
+    - 64 channels -> 2016 pairs, ~140 KB, ~35k tokens.
 
-    Output size: n × (n − 1) / 2 rows for n channels (about 3k tokens for 19 channels); it
-    grows with the square of the channel count, so pass a focused subset. A call whose
-    output would exceed 8000 tokens is refused with the largest channel count that fits.
+    Tip: ask for a focused subset of channels to keep the output short; the matrix grows with
+    the square of the channel count.
 
-    Applicability: needs at least 2 existing channels and 2 samples in the window;
-    single-channel data, unknown channels or an empty or inverted window give an error.
+    ## Applicability
+    Needs at least 2 valid channels and at least 2 samples in the window; single-channel data,
+    unknown channels or an empty or inverted window give a clear error.
 
     Parameters
     ----------
     record_id : str
-        Identifier of the EEG record to analyse.
+        Identifier of the EEG record.
     channels : list of str, optional
-        Channels to correlate. If omitted, every channel typed as EEG is used; a focused
-        subset (e.g. the frontal channels) keeps the output small.
+        Channels in the correlation matrix. If omitted, all EEG channels. Tip: a focused subset
+        (the frontal channels, say) keeps the output short.
     tmin : float, optional
-        Window start in seconds. If omitted, the recording's start.
+        Start time in seconds.
     tmax : float, optional
-        Window end in seconds. If omitted, the recording's end.
+        End time in seconds.
+
+    Notes
+    -----
+    Channels that are constant in the window get r = 0 and are listed under
+    ``constant_channels``. A call whose output would exceed 8000 tokens is refused with the
+    largest channel count that fits (a deviation: upstream returns it, ~35k tokens for 64
+    channels; see docs/compatibility.md).
     """
     index = _channel_index(recording)
     requested = _eeg_channels(recording) if channels is None else channels
@@ -770,57 +829,63 @@ def compute_windowed_features(
     record_id: str,
     channels: list[str] | None = None,
     features: list[str] | None = None,
-    window_sec: float = 5.0,
+    window_sec: float | None = None,
     step_sec: float | None = None,
     tmin: float | None = None,
     tmax: float | None = None,
 ) -> dict:
-    """Compute features in consecutive windows: a time series per channel.
+    """Compute features in sliding windows over the recording: a time series of windows for each
+    channel. Features: time-domain (rms_uv, std_uv, kurtosis, peak_to_peak_uv,
+    line_length_uv_s, hjorth_mobility, zero_crossing_rate_hz), absolute spectral power
+    (delta_power 1-4 Hz, theta_power 4-8 Hz, alpha_power 8-13 Hz, sigma_power 11-16 Hz,
+    beta_power 13-30 Hz, gamma_power 30-45 Hz), relative spectral power (delta_relative ...
+    gamma_relative) and ratios (theta_alpha_ratio, slow_fast_ratio). Each window is one row
+    with t_start, t_end and the requested features.
 
-    Features: time-domain rms_uv, std_uv, kurtosis, peak_to_peak_uv, line_length_uv_s,
-    hjorth_mobility, zero_crossing_rate_hz; absolute band power delta_power (1–4 Hz),
-    theta_power (4–8), alpha_power (8–13), sigma_power (11–16), beta_power (13–30),
-    gamma_power (30–45), in µV²; relative power delta_relative ... gamma_relative, each a
-    share of the sum of these six bands (so not the relative power of compute_band_power);
-    and theta_alpha_ratio, slow_fast_ratio. Each window is one row with the requested
-    features and its t_start and t_end in seconds of the recording. Unknown feature names
-    are ignored.
+    OUTPUT BUDGET: the response is capped at 8000 tokens. Its size is n_channels × n_windows
+    rows (n_windows = (tmax - tmin) / step_sec; the whole recording when tmin/tmax are
+    omitted), about 6-7 tokens per requested field per row. A call that would exceed 8000
+    tokens is REFUSED with an error that suggests a smaller scope: nothing is computed, and
+    nothing is silently truncated. Scope each call to fit: choose 1-3 channels, analyse a chunk
+    of time with tmin/tmax, and/or use a coarser window_sec/step_sec.
+    ``_meta.approx_response_tokens`` gives the real size of a successful answer.
 
-    Output budget: a response may not exceed 8000 tokens. Its size is n_channels ×
-    n_windows rows (n_windows ≈ (tmax − tmin) / step_sec, the whole recording if tmin/tmax
-    are omitted), about 6–7 tokens per feature per row. A call that would exceed the budget
-    is refused before anything is computed, with the channel count, window count and time
-    span that would fit; nothing is silently truncated. Scope each call: pick 1–3 channels,
-    analyse a chunk with tmin/tmax, or use a coarser window_sec/step_sec.
-    `_meta.approx_response_tokens` reports the size of each answer.
-
-    Applicability: any number of channels. Unknown channels, an empty or inverted window,
-    or a window or step too small for the sampling rate give an error.
+    ## Applicability
+    Any number of channels, a single one included. Unknown channels, an empty or inverted
+    window, or a window or step too small for the sampling rate give a clear error.
 
     Parameters
     ----------
     record_id : str
-        Identifier of the EEG record to analyse.
+        Identifier of the EEG record.
     channels : list of str, optional
-        Channels to analyse. If omitted, every channel typed as EEG is used, which
-        multiplies the output; prefer 1–3 channels.
+        Channels to analyse. If omitted, ALL EEG channels, which multiplies the output size;
+        prefer 1-3 channels.
     features : list of str, optional
-        Feature names. If omitted: rms_uv, kurtosis, delta_relative, theta_relative,
-        alpha_relative, beta_relative, gamma_relative.
-    window_sec : float
-        Window length in seconds; a longer window gives fewer rows.
+        Feature names computed per window. If omitted: [rms_uv, kurtosis, delta_relative,
+        theta_relative, alpha_relative, beta_relative, gamma_relative].
+    window_sec : float, optional
+        Window length in seconds. Default 5; a coarser window (30, say) returns far fewer rows.
     step_sec : float, optional
-        Hop between window starts in seconds. If omitted, equal to window_sec (no overlap).
+        Step between windows in seconds (sets the overlap). Default: window_sec (no overlap).
     tmin : float, optional
-        Start of the analysed range in seconds. Omitting tmin/tmax analyses the whole
-        recording, which is large for long recordings.
+        Start time in seconds. Omitting tmin/tmax analyses the whole recording (large for long
+        files).
     tmax : float, optional
-        End of the analysed range in seconds.
+        End time in seconds.
+
+    Notes
+    -----
+    Absolute band power is in µV²; each relative power is a share of the sum of the six bands
+    (sigma included), so it is not the relative power of compute_band_power. Unknown feature
+    names are ignored. The window_sec default is not advertised in the schema, as upstream.
     """
     requested = sorted(set(windowed.DEFAULT_FEATURES if features is None else features) & set(windowed.FEATURES))
     if not requested:
         raise ToolError(ErrorCode.UNKNOWN_FEATURE,
                         f"No valid features requested. Allowed: {sorted(windowed.FEATURES)}")
+    if window_sec is None:
+        window_sec = DEFAULT_WINDOW_SEC
     if step_sec is None:
         step_sec = window_sec
     index = _channel_index(recording)

@@ -150,7 +150,9 @@ def test_system_prompt_sections_follow_the_official_order(official_instances, co
     system = build_system_prompt(_one(official_instances, code))
     tools = ["## Available Tools", *(f"### {title}" for title in CATEGORIES), "### How to Call a Tool",
              "## Using the Tools (operating protocol)"]
-    assert _sections(system) == before_tools + tools + after_tools
+    # Some tool descriptions have headings of their own (## Output size, ## Applicability), as upstream.
+    in_descriptions = {"## Output size", "## Applicability"}
+    assert [title for title in _sections(system) if title not in in_descriptions] == before_tools + tools + after_tools
     assert '{"action": "tool_call", "tool_name": "<name>", "arguments": {...}}' in system
     assert re.search(r'```json\n\{\s*"action": "final_answer"', system)
 

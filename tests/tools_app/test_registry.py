@@ -38,7 +38,8 @@ OFFICIAL_ARGUMENTS = {
     "compute_temporal_features": {"channels": None, "tmin": None, "tmax": None},
     "compute_asymmetry": {"feature": "all", "tmin": None, "tmax": None},
     "compute_channel_correlation": {"channels": None, "tmin": None, "tmax": None},
-    "compute_windowed_features": {"channels": None, "features": None, "window_sec": 5.0, "step_sec": None,
+    # window_sec defaults to 5 s, which the official schema does not advertise (its description says it)
+    "compute_windowed_features": {"channels": None, "features": None, "window_sec": None, "step_sec": None,
                                   "tmin": None, "tmax": None},
 }
 
@@ -52,7 +53,7 @@ def test_each_schema_has_the_official_arguments_and_defaults(name):
     for argument, default in OFFICIAL_ARGUMENTS[name].items():
         assert properties[argument].get("default") == default
         assert properties[argument]["description"]
-    assert properties["record_id"] == {"type": "string", "description": "Identifier of the EEG record to analyse."}
+    assert properties["record_id"] == {"type": "string", "description": "Identifier of the EEG record."}
 
 
 def test_schema_types_follow_the_annotations():
@@ -79,8 +80,8 @@ def test_the_text_reference_lists_every_tool_under_its_category_with_a_calling_e
     for name in TOOL_NAMES:
         assert f"**`{name}`** — " in text
     assert ("    - `method` (string, one of ['welch', 'multitaper'], optional, default=\"welch\") — "
-            "Spectral estimator:") in text
-    assert "    - `record_id` (string, required) — Identifier of the EEG record to analyse." in text
+            "How the PSD is estimated.") in text
+    assert "    - `record_id` (string, required) — Identifier of the EEG record." in text
     example = text[text.index("```json\n") + 8 : text.rindex("\n```")]
     assert json.loads(example) == {"action": "tool_call", "tool_name": "get_recording_info",
                                    "arguments": {"record_id": "<record_id>"}}
@@ -184,3 +185,32 @@ def test_a_documented_tool_gets_its_schema_from_signature_and_docstring(monkeypa
         },
         "required": ["record_id"],
     }
+
+
+# What the official descriptions do not tell a model, and the platform set must not either: hints at
+# labels, dataset names, implementation details. (The details stay in the docstrings' Notes.)
+NOT_TOLD = (
+    "Fp1-Fp2 r", "eye artefact", "loose electrode", "muscle activity", "CHB-MIT", "Sleep-EDF", "Bonn",
+    "Hann", "50 % overlap", "50% overlap", "case-sensitive", "Butterworth", "DPSS", "Nyquist", "2^20", "as upstream",
+)
+# What they do tell it about output sizes.
+SIZE_FIGURES = {
+    "compute_psd": ("< 0.5k tokens", "2 KB"),
+    "compute_band_power": ("< 1k tokens", "3 KB"),
+    "detect_transients": ("~8k tokens", "30 KB"),
+    "compute_channel_correlation": ("171 pairs, ~12 KB, ~3k tokens", "2016 pairs, ~140 KB, ~35k tokens"),
+    "compute_windowed_features": ("8000 tokens", "6-7 tokens per requested field per row"),
+}
+
+
+def test_what_a_model_reads_of_a_tool_holds_no_hint_and_the_official_size_figures():
+    for schema in function_schemas():
+        function = schema["function"]
+        read = [function["description"], *(p["description"] for p in function["parameters"]["properties"].values())]
+        for text in read:
+            assert not [phrase for phrase in NOT_TOLD if phrase in text], (function["name"], text)
+        for figure in SIZE_FIGURES.get(function["name"], ()):
+            assert figure in function["description"], (function["name"], figure)
+    # The details are kept for developers, in the docstrings the model does not read.
+    assert "Hann" in REGISTRY["compute_psd"].function.__doc__ and "DPSS" in REGISTRY["compute_psd"].function.__doc__
+    assert "case-sensitive" in REGISTRY["get_channel_list"].function.__doc__
