@@ -1,10 +1,18 @@
-"""Shared fixtures: named users, a tiny suite with one instance per task, a model and a run."""
+"""Shared fixtures: named users, a tiny suite with one instance per task, a model and a run; the
+official package (the real one, or its stand-in) for the tests of the official prompt set."""
+import importlib
+import importlib.util
+import sys
+from pathlib import Path
+
 import pytest
 
 from benchmark.models import Instance, ModelSpec, Release, Suite, Task
+from benchmark.wording import OFFICIAL_PACKAGE
 from runs.services import create_run
 
 pytest_plugins = ["tests.ci_skips"]
+STANDIN = Path(__file__).resolve().parent / "official_standin"
 
 
 @pytest.fixture(autouse=True)
@@ -17,6 +25,35 @@ def _platform_wording_by_default(request, monkeypatch):
     if {"official_standin", "official_package"} & set(request.fixturenames):
         return
     monkeypatch.setattr("benchmark.wording.official_available", lambda: False)
+
+
+def _official_modules() -> dict:
+    return {name: module for name, module in sys.modules.items()
+            if name == OFFICIAL_PACKAGE or name.startswith(OFFICIAL_PACKAGE + ".")}
+
+
+@pytest.fixture
+def official_standin(monkeypatch):
+    """The stand-in of the official package (tests/official_standin) in its place, for the test."""
+    hidden = _official_modules()
+    for name in hidden:
+        del sys.modules[name]
+    monkeypatch.syspath_prepend(str(STANDIN))
+    yield STANDIN
+    for name in _official_modules():
+        del sys.modules[name]
+    sys.modules.update(hidden)
+
+
+@pytest.fixture
+def official_package():
+    """The real official package; the test is skipped (and allowed to be, even in CI) where it is absent."""
+    if importlib.util.find_spec(OFFICIAL_PACKAGE) is None:
+        pytest.skip(f"the official package ({OFFICIAL_PACKAGE}) is not installed: pip install -e '.[official]'")
+    module = importlib.import_module(OFFICIAL_PACKAGE)
+    if Path(module.__file__).resolve().is_relative_to(STANDIN):
+        pytest.skip("the stand-in, not the official package, is on the path")
+    return module
 
 # One small instance per task, shaped like the official scenarios and answer keys.
 TINY_INSTANCES = {

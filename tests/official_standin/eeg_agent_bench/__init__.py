@@ -1,0 +1,1 @@
+"""Stand-in of the official package (tests/official_standin/README.md)."""
