@@ -214,7 +214,7 @@ Single spikes or sharp waves, isolated artifacts and brief bursts are **NOT** se
 ## Rules
 1. Report seizures as a list of ``{"onset_sec": <s>, "offset_sec": <s>}`` intervals, in seconds from \
 the start of the recording.
-2. If there is **no** seizure, return an **empty list** ``[]``. Many records contain none; an empty \
+2. When the recording has **no** seizure, return an **empty list** ``[]``. Many records contain none; an empty \
 list is a valid and expected answer.
 3. Support every decision with **signal-level evidence** from the tools.
 4. **Clinical safety**: do not over-call. Report a segment only when the evidence shows clear rhythmic \

@@ -352,9 +352,16 @@ def _step_view(step: Step, episode_pk: int) -> dict:
     }
 
 
-def _prompt_messages(episode: Episode) -> list[dict]:
-    prompt = episode.steps.filter(kind=Kind.PROMPT).order_by("index").only("result").first()
-    return list((prompt.result or {}).get("messages") or []) if prompt is not None else []
+def _prompt(episode: Episode) -> dict:
+    """The opening messages the model got, with the prompt set and protocol they were sent in."""
+    step = episode.steps.filter(kind=Kind.PROMPT).order_by("index").only("result").first()
+    result = (step.result or {}) if step is not None else {}
+    return {
+        "messages": list(result.get("messages") or []),
+        # Prompt steps recorded before prompt sets existed were the platform's wording.
+        "prompt_set": result.get("prompt_set") or episode.run.prompt_set,
+        "protocol": result.get("protocol") or "",
+    }
 
 
 def _labels(episode: Episode, *, references: bool) -> dict | None:
@@ -424,7 +431,7 @@ def episode(request: HttpRequest, pk: int) -> HttpResponse:
     )
     return render(request, "leaderboard/episode.html", {
         "summary": _episode_summary(episode, references=references),
-        "prompt": _prompt_messages(episode) if page.number == 1 else [],
+        "prompt": _prompt(episode) if page.number == 1 else None,
         "page": page,
         "steps": steps,
         "others": others,

@@ -193,3 +193,14 @@ def test_a_package_without_what_the_set_reads_is_a_clear_error(official_standin,
     monkeypatch.setattr(official, "_loaded", None)
     with pytest.raises(OfficialPackageError, match="not-executed stubs"):
         prompt_set(OFFICIAL)
+
+
+def test_the_official_extra_installs_the_package_at_the_pinned_commit():
+    import tomllib
+
+    from benchmark.wording import OFFICIAL_COMMIT
+    from tests.datafiles import DATA
+
+    project = tomllib.loads((DATA.parents[1] / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    (requirement,) = project["optional-dependencies"]["official"]
+    assert requirement == f"eeg-agent-bench @ git+https://github.com/528why/EEGAgentBenchmark@{OFFICIAL_COMMIT}"

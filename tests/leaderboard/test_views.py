@@ -181,6 +181,7 @@ def test_episode_page_shows_header_prompt_steps_and_outcome(client, bench):
     assert episode.instance.record_id in html
     assert episode.instance.scenario_id not in html  # scenario ids name the label
     assert "Analyse record" in html
+    assert f"{episode.run.prompt_set} prompt set, text protocol: the opening messages exactly as the model got them" in html
     assert "compute_windowed_features" in html
     assert f'data-figure="outcome-{episode.pk}"' in html
     assert reverse("leaderboard:episode_step", args=[episode.pk, 2]) in html

@@ -12,6 +12,7 @@ from benchmark.models import ModelSpec
 from runs.execution import TASK_FUNCTION
 from runs.models import Episode, Run, Status, Step
 from tests.runs.demo_suite import import_demo
+from tests.runs.episode_server import EpisodeLLM
 
 pytestmark = pytest.mark.django_db
 
@@ -98,6 +99,12 @@ def test_model_spec_is_created_once_and_named_after_the_model_string(demo):
         (["--model-name", "M" * 101], "name: Ensure this value has at most 100 characters"),
         (["--run-name", "R" * 201], "Ensure this value has at most 200 characters"),
         (["--transport", "grpc"], "invalid choice: 'grpc'"),
+        (["--max-tokens", "0"], "--max-tokens must be a positive whole number"),
+        (["--temperature", "2.5"], "--temperature must be between 0 and 2"),
+        (["--temperature", "-1"], "--temperature must be between 0 and 2"),
+        (["--protocol", "json"], "invalid choice: 'json'"),
+        (["--prompt-set", "paper"], "invalid choice: 'paper'"),
+        (["--prompt-set", "official"], "pip install -e '.[official]'"),
     ],
 )
 def test_run_benchmark_errors_are_command_errors(demo, arguments, message):
@@ -167,3 +174,62 @@ def test_resume_refuses_an_imported_run(demo):
     with pytest.raises(CommandError, match="only runs played here can be resumed"):
         run_command("resume_run", str(run.pk))
     assert Episode.objects.get().attempt == 1
+
+
+def test_a_run_against_a_model_has_the_official_defaults(demo, monkeypatch):
+    monkeypatch.setenv("FAKE_LLM_KEY", "sk-test")
+    with EpisodeLLM(tool_calls=1) as server:
+        run_command("run_benchmark", "--model", "openai/fake-model", "--api-base", server.api_base,
+                    "--api-key-env", "FAKE_LLM_KEY", "--tasks", "T3", "--limit", "1", "--sync", "--concurrency", "1")  # fmt: skip
+        requests = list(server.requests)
+    run = Run.objects.get()
+    assert run.settings == {"tool_protocol": "text", "temperature": 0, "max_tokens": 8192}
+    assert run.prompt_set == "platform"  # the official package is not installed (tests/conftest.py)
+    assert requests and all("tools" not in request and request["max_tokens"] == 8192 and request["temperature"] == 0
+                            for request in requests)  # fmt: skip
+    assert run.episodes.get().status == Status.COMPLETED
+
+
+def test_protocol_tokens_and_temperature_are_set_from_the_command_line(demo, monkeypatch):
+    monkeypatch.setenv("FAKE_LLM_KEY", "sk-test")
+    with EpisodeLLM(tool_calls=0) as server:
+        run_command("run_benchmark", "--model", "openai/fake-model", "--api-base", server.api_base,
+                    "--api-key-env", "FAKE_LLM_KEY", "--tasks", "T3", "--limit", "1", "--sync", "--concurrency", "1",
+                    "--protocol", "native",
+                    "--max-tokens", "1024", "--temperature", "0.3", "--prompt-set", "platform")  # fmt: skip
+        request = server.requests[0]
+    run = Run.objects.get()
+    assert run.settings == {"tool_protocol": "native", "temperature": 0.3, "max_tokens": 1024}
+    assert (request["max_tokens"], request["temperature"]) == (1024, 0.3)
+    assert [tool["function"]["name"] for tool in request["tools"]][-1] == "submit_final_answer"
+
+
+def test_show_prompt_prints_the_first_request_as_the_model_gets_it(demo):
+    instance = demo.instances.filter(task__code="T3").select_related("task").first()
+    out, _ = run_command("show_prompt", "demo", instance.scenario_id, "--json")
+    shown = json.loads(out)
+    assert (shown["prompt_set"], shown["protocol"], shown["record_id"]) == ("platform", "text", instance.record_id)
+    assert [message["role"] for message in shown["messages"]] == ["system", "user"] and shown["tools"] == []
+    assert f"`{instance.record_id}`" in shown["messages"][1]["content"]
+    assert instance.scenario_id not in out
+    native = json.loads(run_command("show_prompt", "demo", instance.scenario_id, "--json", "--protocol", "native")[0])
+    assert len(native["tools"]) == 11 and native["tools"][-1]["function"]["name"] == "submit_final_answer"
+    readable, _ = run_command("show_prompt", "demo", instance.scenario_id)
+    assert readable.startswith(f"# prompt set platform, text protocol, record {instance.record_id}")
+    assert "── system ─" in readable and "── user ─" in readable
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (["nope", "x"], "Unknown suite 'nope'"),
+    (["demo", "c9_nothing"], "Suite demo has no scenario 'c9_nothing'"),
+    (["demo", "c9_nothing", "--prompt-set", "official"], "Suite demo has no scenario"),
+])
+def test_show_prompt_errors_are_command_errors(demo, arguments, message):
+    with pytest.raises(CommandError, match=re.escape(message)):
+        run_command("show_prompt", *arguments)
+
+
+def test_show_prompt_of_the_official_set_without_the_package_names_the_install(demo):
+    instance = demo.instances.first()
+    with pytest.raises(CommandError, match=re.escape("pip install -e '.[official]'")):
+        run_command("show_prompt", "demo", instance.scenario_id, "--prompt-set", "official")
