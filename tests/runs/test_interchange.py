@@ -418,6 +418,31 @@ def test_an_official_output_directory_imports_as_a_browsable_scored_run(suite, t
     assert (tool.tool_name, tool.result["content"], tool.latency_ms) == ("compute_psd", {"peak_hz": 2.0}, 35.0)
     assert [m["role"] for m in replay_messages(episode)] == ["system", "user", "assistant", "user", "assistant"]
     assert "Imported 1 result(s)" in err.getvalue() and "T2" in out.getvalue()
+    # The official runner made it, in its own wording; what it was called with is not in these files.
+    assert (run.prompt_set, run.settings) == ("official", {})
+
+
+def test_an_import_records_the_settings_its_run_status_gives(suite, tmp_path):
+    instance = suite.instances.get(task__code="T2")
+    rows, events = official_rows_and_events(instance)
+    write_official_task_dir(tmp_path / "T2", instance, rows=rows, events=events)
+    agent = {"name": "x", "model": "gpt-x", "base_url": "https://api.example/v1", "temperature": 0, "top_p": None,
+             "max_tokens": 8192, "tool_protocol": "text"}  # fmt: skip
+    (tmp_path / "T2" / "run_status.json").write_text(json.dumps({"run_config": {"agent": agent}}))
+    run = import_official_run(path=tmp_path, suite=suite, model=ModelSpec.objects.create(name="GPT-X",
+                                                                                          provider_model="x"))
+    assert (run.prompt_set, run.settings) == ("official", {"tool_protocol": "text", "temperature": 0,
+                                                           "max_tokens": 8192})  # fmt: skip
+
+
+def test_an_export_records_the_prompt_set_and_its_import_keeps_it(demo, tmp_path):
+    original = baseline_run(demo, "baseline/heuristic", limit=1)
+    export_run(run=original, out_dir=tmp_path / "out")
+    status = json.loads((tmp_path / "out" / "T1" / "run_status.json").read_text())
+    assert status["run_config"]["agent"]["prompt_set"] == original.prompt_set == "platform"
+    imported = import_official_run(path=tmp_path / "out", suite=demo, model=original.model, name="back")
+    assert imported.prompt_set == "platform" and imported.settings == {
+        key: original.settings[key] for key in ("tool_protocol", "temperature", "max_tokens")}
 
 
 def test_an_import_naming_an_unknown_scenario_creates_nothing(suite, tmp_path):

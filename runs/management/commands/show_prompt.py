@@ -3,9 +3,10 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from benchmark.models import Instance, Suite
+from benchmark.models import Instance
 from benchmark.wording import PROMPT_SETS, default_prompt_set, prompt_set
 from runs.loop import first_request
+from runs.management.commands.run_benchmark import resolve_suite
 from runs.models import PAPER_PROTOCOL
 
 
@@ -26,10 +27,7 @@ class Command(BaseCommand):
                             help='one JSON object: {"prompt_set", "protocol", "record_id", "messages", "tools"}')
 
     def handle(self, *args, **options):
-        suite = Suite.objects.filter(name=options["suite"]).first()
-        if suite is None:
-            known = ", ".join(Suite.objects.order_by("name").values_list("name", flat=True)) or "none"
-            raise CommandError(f"Unknown suite {options['suite']!r}; the suites are: {known}.")
+        suite = resolve_suite(options["suite"])
         instance = (
             Instance.objects.select_related("task", "suite").filter(suite=suite, scenario_id=options["scenario_id"])
             .first()
