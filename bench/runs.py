@@ -97,11 +97,12 @@ class TimedAgent:
 def timed_episode(episode) -> tuple[list[float], Timeline]:
     from runs.agents import build_agent
     from runs.execution import play_episode
-    from runs.loop import call_instance_tool
+    from runs.loop import episode_tools
 
     timeline = Timeline()
-    agent = TimedAgent(build_agent(episode.run, episode.instance), timeline)
-    tool_runner = lambda *args: timeline.timed(timeline.tools, call_instance_tool, *args)  # noqa: E731
+    agent = TimedAgent(build_agent(episode.run, episode.instance, record_id=episode.record_id), timeline)
+    tools = episode_tools(episode)
+    tool_runner = lambda *args: timeline.timed(timeline.tools, tools, *args)  # noqa: E731
     started = time.perf_counter()
     played = play_episode(episode_id=episode.pk, agent=agent, tool_runner=tool_runner)
     ended = time.perf_counter()

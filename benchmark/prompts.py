@@ -423,15 +423,18 @@ def _t1_user_prompt(instance) -> str:
     return "\n".join(lines)
 
 
-def build_user_prompt(instance) -> str:
-    """The user prompt of ``instance``: its context, record, question and expected answer schema."""
+def build_user_prompt(instance, *, record_id: str | None = None) -> str:
+    """The user prompt of ``instance``: its context, record, question and expected answer schema.
+
+    ``record_id`` is the episode's (default: the suite's id of the instance).
+    """
     code = instance.task.code
     if code == "T1":
         return _t1_user_prompt(instance)
     task_input = instance.prompt_input or {}
     parts = [f"## Clinical Context\n{task_input.get('clinical_context') or _DEFAULT_CONTEXT}"]
     parts.append("\n## EEG Record")
-    parts.append(f"- **Record ID**: `{instance.record_id}`")
+    parts.append(f"- **Record ID**: `{record_id or instance.record_id}`")
     for key, value in prompt_metadata(code, _record_metadata(instance)).items():
         parts.append(f"- **{key.replace('_', ' ').title()}**: {value}")
     parts.append(f"\n## Question\n{task_input.get('question') or _DEFAULT_QUESTIONS[code]}")
@@ -442,9 +445,11 @@ def build_user_prompt(instance) -> str:
     return "\n".join(parts)
 
 
-def build_messages(instance, *, tool_specs: Sequence[Mapping[str, Any]] | None = None) -> list[dict[str, str]]:
-    """The opening ``[system, user]`` messages of an episode on ``instance``."""
+def build_messages(
+    instance, *, tool_specs: Sequence[Mapping[str, Any]] | None = None, record_id: str | None = None
+) -> list[dict[str, str]]:
+    """The opening ``[system, user]`` messages of an episode on ``instance`` with ``record_id``."""
     return [
         {"role": "system", "content": build_system_prompt(instance, tool_specs=tool_specs)},
-        {"role": "user", "content": build_user_prompt(instance)},
+        {"role": "user", "content": build_user_prompt(instance, record_id=record_id)},
     ]

@@ -889,7 +889,7 @@ def run_detail(*, run_id: int) -> RunDetail:
         for values in Episode.objects.filter(run=run)
         .order_by("instance__task__code", "instance__position", "id")
         .values_list(
-            "id", "instance__record_id", "instance__task__code", "status", "ended_by", "attempt", "n_turns",
+            "id", "record_id", "instance__task__code", "status", "ended_by", "attempt", "n_turns",
             "n_tool_calls", "prompt_tokens", "completion_tokens", "cost_usd", "wall_time_sec", "scores",
         )
     ]

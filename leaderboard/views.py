@@ -639,7 +639,7 @@ def _filtered_episodes(run: Run, form: EpisodeFilterForm):
         matching_steps = Step.objects.filter(episode=OuterRef("pk")).filter(
             Q(text__icontains=text) | Q(reasoning__icontains=text) | Q(error__icontains=text)
         )
-        episodes = episodes.filter(Q(Exists(matching_steps)) | Q(instance__record_id__icontains=text))
+        episodes = episodes.filter(Q(Exists(matching_steps)) | Q(record_id__icontains=text))
     return episodes
 
 

@@ -43,7 +43,7 @@ class EpisodeAdmin(admin.ModelAdmin):
     ]
     list_filter = ["status", "ended_by", "error_kind", "instance__task"]
     list_select_related = ["run", "instance"]
-    search_fields = ["instance__record_id", "instance__scenario_id", "run__name"]
+    search_fields = ["record_id", "instance__record_id", "instance__scenario_id", "run__name"]
     raw_id_fields = ["run", "instance"]
     show_full_result_count = False
 
@@ -55,7 +55,7 @@ class StepAdmin(admin.ModelAdmin):
     list_display = ["episode", "index", "kind", "tool_name", "latency_ms", "cost_usd", "created_at"]
     list_filter = ["kind"]
     list_select_related = ["episode__run", "episode__instance"]
-    search_fields = ["tool_name", "episode__instance__record_id"]
+    search_fields = ["tool_name", "episode__record_id"]
     raw_id_fields = ["episode"]
     show_full_result_count = False
 

@@ -776,17 +776,17 @@ def is_baseline(model: str) -> bool:
     return model.startswith("baseline/")
 
 
-def build_agent(run, instance, *, retry: RetryPolicy | None = None) -> Agent:
-    """The agent of ``run`` for one episode on ``instance``.
+def build_agent(run, instance, *, record_id: str | None = None, retry: RetryPolicy | None = None) -> Agent:
+    """The agent of ``run`` for one episode on ``instance``, whose record id is ``record_id``.
 
     Baselines are given the instance as an agent may see it (``Instance.to_dict()``: the
-    record id, metadata and output schema the prompt shows, never the reference).
+    metadata and output schema the prompt shows, never the reference) with the episode's record id.
     """
     model = run.model.provider_model
     if is_baseline(model):
         if model not in BASELINES:
             raise ValueError(f"Unknown baseline {model!r}; the baselines are {', '.join(BASELINES)}.")
-        visible = instance.to_dict()
+        visible = {**instance.to_dict(), "record_id": record_id or instance.record_id}
         if model == BASELINE_RANDOM:
             return RandomAgent(visible, seed=int((run.settings or {}).get("seed", 0)))
         return HeuristicAgent(visible)

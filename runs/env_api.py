@@ -167,7 +167,7 @@ class EpisodeStartView(_AgentView):
         body = {
             "episode": episode.pk,
             "run": run.pk,
-            "record_id": episode.instance.record_id,
+            "record_id": episode.record_id,
             "task": episode.instance.task.code,
             "messages": start.messages,
             "system_prompt": start.messages[0]["content"],

@@ -39,7 +39,7 @@ from runs.loop import (
     _finish,
     _spec_name,
     allowed_tool_names,
-    call_instance_tool,
+    episode_tools,
     load_episode,
     opening,
     run_wording,
@@ -181,7 +181,7 @@ def start_episode(*, run: Run, record_id: str = "") -> EpisodeStart:
     now = timezone.now()
     pending = run.episodes.filter(status=Status.PENDING)
     if record_id:
-        episode = run.episodes.filter(instance__record_id=record_id).first()
+        episode = run.episodes.filter(record_id=record_id).first()
         if episode is None:
             raise EnvironmentRefused(f"Run {run.pk} has no episode on record {record_id!r}.")
         if not _claim(episode.pk, now):
@@ -200,7 +200,7 @@ def start_episode(*, run: Run, record_id: str = "") -> EpisodeStart:
     # The prompt is built as the loop builds it, in the run's prompt set; the agent is handed the
     # specs of the allowed tools.
     wording = run_wording(episode.run)
-    specs, messages = opening(instance, wording)
+    specs, messages = opening(instance, wording, record_id=episode.record_id)
     allowed = set(allowed_tool_names(instance))
     tools = [spec for spec in specs if _spec_name(spec) in allowed]
     append_step(
@@ -220,7 +220,7 @@ def start_episode(*, run: Run, record_id: str = "") -> EpisodeStart:
 
 def _loop(episode: Episode) -> _EpisodeLoop:
     return _EpisodeLoop(
-        episode, agent=ExternalAgent(), tool_runner=call_instance_tool, messages=[], tool_specs=[],
+        episode, agent=ExternalAgent(), tool_runner=episode_tools(episode), messages=[], tool_specs=[],
         wording=run_wording(episode.run),
     )
 

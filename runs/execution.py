@@ -323,7 +323,10 @@ def _agent_for(episode: Episode):
     limits = RateLimits.of(episode.run)
     if not limits.active or is_baseline(episode.run.model.provider_model):
         return None
-    return RateLimitedAgent(lambda: build_agent(episode.run, episode.instance), run_id=episode.run_id, limits=limits)
+    return RateLimitedAgent(
+        lambda: build_agent(episode.run, episode.instance, record_id=episode.record_id), run_id=episode.run_id,
+        limits=limits,
+    )
 
 
 # ── playing episodes ─────────────────────────────────────────────────────────────────────────

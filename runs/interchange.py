@@ -66,6 +66,7 @@ from runs.cost import Pricing, TokenUsage, total_cost
 from runs.execution import json_safe, task_summaries
 from runs.loop import MAX_EMPTY_NUDGES, MAX_PROTOCOL_RETRIES, score_prediction
 from runs.models import TOKEN_FIELDS, Episode, Run, Status, Step
+from runs.services import episode_record_ids
 from tools_app.views import result_text
 
 Kind = Step.Kind
@@ -400,7 +401,7 @@ def export_run(*, run: Run, out_dir: str | Path) -> list[Path]:
         for episode in by_task[task_id]:
             steps = sorted(episode.steps.all(), key=lambda step: step.index)
             rows.append(runs_row(episode, steps))
-            events = trajectory_events(episode, steps)
+            events = _with_release_id(trajectory_events(episode, steps), episode)
             if events:
                 path = task_dir / "trajectories" / _safe_file_name(episode.instance.scenario_id)
                 _write_jsonl(path, events)
@@ -614,7 +615,25 @@ def _read_results(path: Path) -> dict[str, _Result]:
     return results
 
 
-def _episode(run: Run, instance, row: dict, events: list[dict]) -> Episode:
+def _with_release_id(value: Any, episode: Episode) -> Any:
+    """``value`` with the episode's record id replaced by the release's own, in every string.
+
+    The official files name a record by the release's id; ours has its length, so no size a tool
+    reported changes.
+    """
+    ours, theirs = episode.record_id, episode.instance.release_record_id
+    if not ours or not theirs or ours == theirs:
+        return value
+    if isinstance(value, str):
+        return value.replace(ours, theirs)
+    if isinstance(value, list):
+        return [_with_release_id(item, episode) for item in value]
+    if isinstance(value, dict):
+        return {_with_release_id(key, episode): _with_release_id(item, episode) for key, item in value.items()}
+    return value
+
+
+def _episode(run: Run, instance, row: dict, events: list[dict], record_id: str) -> Episode:
     completed = row.get("status") == "completed"
     usage = row.get("usage") if isinstance(row.get("usage"), dict) else {}
     prediction = row.get("prediction") if isinstance(row.get("prediction"), dict) else None
@@ -622,6 +641,7 @@ def _episode(run: Run, instance, row: dict, events: list[dict]) -> Episode:
     episode = Episode(
         run=run,
         instance=instance,
+        record_id=record_id,
         status=Status.COMPLETED if completed else Status.FAILED,
         n_turns=_count(usage.get("turns")) or 0,
         n_tool_calls=_count(usage.get("tool_calls")) or 0,
@@ -686,10 +706,14 @@ def import_official_run(*, path: str | Path, suite: Suite, model: ModelSpec, nam
     native = settings.get("tool_protocol") == "native"
     steps = []
     order = sorted(results, key=lambda sid: (instances[sid].task.code, instances[sid].position, instances[sid].pk))
+    # The official files name each record by the release's id: the imported episodes keep it (T1
+    # scenarios have none, and get an id of their own).
+    drawn = dict(zip(order, episode_record_ids([instances[sid] for sid in order])))
     for scenario_id in order:
         result = results[scenario_id]
         events = _read_events(result.task_dir / "trajectories" / f"{scenario_id}.jsonl")
-        episode = _episode(run, instances[scenario_id], result.row, events)
+        instance = instances[scenario_id]
+        episode = _episode(run, instance, result.row, events, instance.release_record_id or drawn[scenario_id])
         fields = steps_from_events(events, pricing=pricing, wording=wording, native=native)
         episode.cache_read_tokens = sum(step.get("cache_read_tokens") or 0 for step in fields)
         episode.cache_write_tokens = sum(step.get("cache_write_tokens") or 0 for step in fields)

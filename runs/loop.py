@@ -194,12 +194,15 @@ def load_episode(episode_id: int) -> Episode | None:
 # ── defaults of the loop's collaborators ─────────────────────────────────────────────────────
 
 
-def call_instance_tool(instance, tool_name: str, arguments: dict) -> dict:
-    """Run one tool on ``instance``'s own recording (path relative to its release's root)."""
+def episode_tools(episode: Episode) -> Callable[[Any, str, dict], dict]:
+    """The platform's tools on ``episode``'s own recording, which answers to the episode's record id only."""
     from tools_app import call_tool
 
-    path = Path(instance.suite.release.source) / instance.recording_path
-    return call_tool(path, tool_name, arguments, record_id=instance.record_id, metadata=instance.metadata)
+    def run(instance, tool_name: str, arguments: dict) -> dict:
+        path = Path(instance.suite.release.source) / instance.recording_path
+        return call_tool(path, tool_name, arguments, record_id=episode.record_id, metadata=instance.metadata)
+
+    return run
 
 
 def run_wording(run: Run) -> Wording:
@@ -207,10 +210,10 @@ def run_wording(run: Run) -> Wording:
     return prompt_set(run.prompt_set)
 
 
-def opening(instance, wording: Wording) -> tuple[list[dict], list[dict]]:
-    """The tool specs an episode on ``instance`` offers, and its opening messages, in ``wording``."""
+def opening(instance, wording: Wording, *, record_id: str) -> tuple[list[dict], list[dict]]:
+    """The tool specs an episode on ``instance`` offers, and its opening messages with ``record_id``."""
     specs = wording.tool_specs(instance)
-    return specs, wording.opening(instance, tool_specs=specs)
+    return specs, wording.opening(instance, record_id=record_id, tool_specs=specs)
 
 
 def native_tools(instance, tool_specs: Sequence[dict], wording: Wording) -> list[dict]:
@@ -222,9 +225,14 @@ def native_tools(instance, tool_specs: Sequence[dict], wording: Wording) -> list
     ]
 
 
-def first_request(instance, wording: Wording, *, native: bool) -> tuple[list[dict], list[dict] | None]:
-    """The messages and ``tools`` of the first request an episode on ``instance`` sends its model."""
-    specs, messages = opening(instance, wording)
+def first_request(
+    instance, wording: Wording, *, native: bool, record_id: str | None = None
+) -> tuple[list[dict], list[dict] | None]:
+    """The messages and ``tools`` of the first request an episode on ``instance`` sends its model.
+
+    ``record_id`` is the episode's (default: the suite's id of the instance, which no agent sees).
+    """
+    specs, messages = opening(instance, wording, record_id=record_id or instance.record_id)
     return messages, native_tools(instance, specs, wording) if native else None
 
 
@@ -660,6 +668,7 @@ def run_episode(
         Defaults to the run's model (``runs.agents.build_agent``).
     tool_runner : callable, optional
         ``tool_runner(instance, tool_name, arguments) -> dict``; defaults to the platform's tools
+        (``episode_tools``)
         on the instance's recording. A tool that raises is a platform bug: the episode fails
         with error kind ``tool_bug`` and the exception propagates.
     build_messages : callable, optional
@@ -695,11 +704,14 @@ def run_episode(
             return _prompt_set_missing(episode, str(exc))
         instance = episode.instance
         specs = wording.tool_specs(instance) if tool_specs is None else list(tool_specs)
-        messages = (build_messages or wording.opening)(instance, tool_specs=specs)
+        if build_messages is None:
+            messages = wording.opening(instance, record_id=episode.record_id, tool_specs=specs)
+        else:
+            messages = build_messages(instance, tool_specs=specs)
         loop = _EpisodeLoop(
             episode,
-            agent=agent or build_agent(episode.run, instance),
-            tool_runner=tool_runner or call_instance_tool,
+            agent=agent or build_agent(episode.run, instance, record_id=episode.record_id),
+            tool_runner=tool_runner or episode_tools(episode),
             messages=messages,
             tool_specs=specs,
             wording=wording,

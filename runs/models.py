@@ -174,6 +174,12 @@ class Episode(Usage):
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="episodes")
     instance = models.ForeignKey(Instance, on_delete=models.PROTECT, related_name="episodes")
+    record_id = models.CharField(
+        max_length=64,
+        help_text="The opaque record id this episode's agent sees, its own: no other episode of the instance "
+        "nor of its run has it (shaped like the release's id, see runs.services.episode_record_ids); an "
+        "imported episode keeps the release's id its trajectory names.",
+    )
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
     attempt = models.PositiveIntegerField(default=1, help_text="1 for the first attempt, +1 per retry.")
     final_answer = models.JSONField(null=True, blank=True, help_text="The final answer as the agent gave it.")
@@ -217,7 +223,7 @@ class Episode(Usage):
         return {
             "id": self.pk,
             "run": self.run_id,
-            "record_id": self.instance.record_id,
+            "record_id": self.record_id,
             "task": self.instance.task.code,
             "status": self.status,
             "attempt": self.attempt,

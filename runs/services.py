@@ -1,7 +1,11 @@
 """Writes that touch several rows at once: creating a run, appending steps, retrying an episode."""
+from collections import defaultdict
+from collections.abc import Sequence
+
 from django.db import transaction
 
-from benchmark.models import ModelSpec, Suite
+from benchmark.models import Instance, ModelSpec, Suite
+from benchmark.releases import new_record_id
 from benchmark.wording import check_prompt_set, default_prompt_set
 from runs.agents import check_transport, is_baseline
 from runs.models import Episode, Run, Status, Step
@@ -60,8 +64,32 @@ def create_run(
     instances = []
     for code in codes:
         instances.extend(suite.instances.filter(task__code=code).order_by("position", "id")[:limit])
-    Episode.objects.bulk_create([Episode(run=run, instance=instance) for instance in instances])
+    Episode.objects.bulk_create([
+        Episode(run=run, instance=instance, record_id=record_id)
+        for instance, record_id in zip(instances, episode_record_ids(instances))
+    ])
     return run
+
+
+def episode_record_ids(instances: Sequence[Instance]) -> list[str]:
+    """A record id of its own for a new episode on each of ``instances`` (the episodes of one run).
+
+    Each id has the shape of its instance's release id (``benchmark.releases.new_record_id``) and is
+    shared with no other episode of that instance and none of the others drawn here, so the id an
+    agent sees leads to its own episode only. The suite's id of the instance is never drawn either.
+    """
+    used: dict[int, set[str]] = defaultdict(set)
+    for instance_id, record_id in Episode.objects.filter(instance__in=instances).values_list("instance_id", "record_id"):
+        used[instance_id].add(record_id)
+    drawn: set[str] = set()
+    ids = []
+    for instance in instances:
+        taken = used[instance.pk] | drawn | {instance.record_id}
+        record_id = new_record_id(taken, like=instance.release_record_id)
+        drawn.add(record_id)
+        used[instance.pk].add(record_id)
+        ids.append(record_id)
+    return ids
 
 
 def append_step(*, episode: Episode, kind: str, index: int | None = None, **fields) -> Step:

@@ -48,8 +48,8 @@ class Wording:
         """The function specs of the tools ``instance`` allows, in the order its prompt lists them."""
         raise NotImplementedError
 
-    def opening(self, instance, *, tool_specs: Sequence[Mapping[str, Any]]) -> list[dict]:
-        """The ``[system, user]`` messages an episode on ``instance`` opens with."""
+    def opening(self, instance, *, record_id: str, tool_specs: Sequence[Mapping[str, Any]]) -> list[dict]:
+        """The ``[system, user]`` messages an episode on ``instance`` opens with, naming its ``record_id``."""
         raise NotImplementedError
 
     def submit_tool(self, output_schema: dict | None) -> dict:

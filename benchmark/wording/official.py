@@ -86,16 +86,16 @@ class OfficialWording(Wording):
 
     # the opening
 
-    def scenario(self, instance):
-        """The official ``Scenario`` of ``instance``, with the episode's record id."""
-        return self._texts.modules.types.Scenario.from_dict(_scenario_dict(instance))
+    def scenario(self, instance, record_id: str):
+        """The official ``Scenario`` of ``instance``, with the episode's ``record_id``."""
+        return self._texts.modules.types.Scenario.from_dict(_scenario_dict(instance, record_id))
 
     def tool_specs(self, instance) -> list[dict]:
-        return self._registry.list_for_scenario(self.scenario(instance))
+        return self._registry.list_for_scenario(self.scenario(instance, instance.record_id))
 
-    def opening(self, instance, *, tool_specs: Sequence[Mapping[str, Any]]) -> list[dict]:
+    def opening(self, instance, *, record_id: str, tool_specs: Sequence[Mapping[str, Any]]) -> list[dict]:
         task = self._texts.modules.task_registry.get_task_bundle(instance.task.code).task
-        messages = task.build_messages(self.scenario(instance), [dict(spec) for spec in tool_specs])
+        messages = task.build_messages(self.scenario(instance, record_id), [dict(spec) for spec in tool_specs])
         return [{"role": message["role"], "content": message["content"]} for message in messages]
 
     def submit_tool(self, output_schema: dict | None) -> dict:
@@ -157,24 +157,24 @@ class OfficialWording(Wording):
         return content
 
 
-def _scenario_dict(instance) -> dict:
-    """The instance's scenario line as the official loader reads it, with the episode's record id.
+def _scenario_dict(instance, record_id: str) -> dict:
+    """The instance's scenario line as the official loader reads it, with the episode's ``record_id``.
 
     The stored release line keeps the file's key order; an instance made without one (built by
     hand) is described from its fields. The scenario id is replaced too: no official prompt shows
     it, and it names the label.
     """
     text = (instance.release_lines or {}).get("scenario", {}).get("text")
-    scenario = json.loads(text) if text else _described(instance)
+    scenario = json.loads(text) if text else _described(instance, record_id)
     scenario = copy.deepcopy(scenario)
     scenario["scenario_id"] = "scenario"
     records = scenario.get("records") or []
     if records:
-        records[0]["record_id"] = instance.record_id
+        records[0]["record_id"] = record_id
     return scenario
 
 
-def _described(instance) -> dict:
+def _described(instance, record_id: str) -> dict:
     code = instance.task.code
     with_tools = code != "T1"
     return {
@@ -182,7 +182,7 @@ def _described(instance) -> dict:
         "task_id": code,
         "task_name": instance.task.name,
         "dataset": "",
-        "records": [{"record_id": instance.record_id, "role": "target", "metadata": dict(instance.metadata or {})}]
+        "records": [{"record_id": record_id, "role": "target", "metadata": dict(instance.metadata or {})}]
         if with_tools else [],
         "input": dict(instance.prompt_input or {}),
         "access": {

@@ -44,10 +44,10 @@ class PlatformWording(Wording):
         by_name = {spec["function"]["name"]: spec for spec in function_schemas()}
         return [by_name[name] for name in allowed if name in by_name]
 
-    def opening(self, instance, *, tool_specs: Sequence[Mapping[str, Any]]) -> list[dict]:
+    def opening(self, instance, *, record_id: str, tool_specs: Sequence[Mapping[str, Any]]) -> list[dict]:
         from benchmark.prompts import build_messages
 
-        return build_messages(instance, tool_specs=tool_specs)
+        return build_messages(instance, tool_specs=tool_specs, record_id=record_id)
 
     def submit_tool(self, output_schema: dict | None) -> dict:
         if isinstance(output_schema, dict) and output_schema.get("properties"):

@@ -209,7 +209,7 @@ class EpisodeDetailSerializer(serializers.Serializer):
     run = serializers.IntegerField(source="episode.run_id")
     suite = serializers.CharField(source="episode.run.suite.name")
     model = serializers.CharField(source="episode.run.model.name")
-    instance = serializers.CharField(source="episode.instance.record_id")
+    instance = serializers.CharField(source="episode.record_id")
     task = serializers.CharField(source="episode.instance.task.code")
     status = serializers.CharField(source="episode.status")
     ended_by = serializers.CharField(source="episode.ended_by")

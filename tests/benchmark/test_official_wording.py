@@ -18,6 +18,7 @@ from django.core.management import call_command
 from benchmark.models import Instance
 from benchmark.releases import import_release
 from benchmark.wording import OFFICIAL, prompt_set
+from runs.models import Run
 from tests.benchmark.release_dirs import (
     link_bonn,
     lines,
@@ -211,13 +212,16 @@ def test_a_scripted_model_gets_the_same_conversation_from_both_runners(official_
                      "--concurrency", "1", "--prompt-set", "official", "--json", stdout=StringIO())  # fmt: skip
         ours = by_record(server.requests)
     assert len(theirs) == len(ours) == 37
+    episodes = {episode.instance.release_record_id: episode.record_id
+                for episode in Run.objects.get().episodes.select_related("instance")}  # fmt: skip
     same = total = 0
-    for release_id, instance in instances.items():
-        official, mine = theirs[release_id], ours[instance.record_id]
+    for release_id in instances:
+        record_id = episodes[release_id]  # the id this episode's agent saw, its own
+        official, mine = theirs[release_id], ours[record_id]
         assert len(official) == len(mine) == len(SCRIPT), release_id
         for request, our_request in zip(official, mine):
             total += 1
-            ours_as_theirs = json.loads(json.dumps(our_request).replace(instance.record_id, release_id))
+            ours_as_theirs = json.loads(json.dumps(our_request).replace(record_id, release_id))
             same += ours_as_theirs == request
             assert ours_as_theirs == request, (release_id, len(request["messages"]))
     assert same == total == 37 * len(SCRIPT)

@@ -58,10 +58,10 @@ def test_every_official_text_comes_from_the_package(official_standin, t3):
     specs = wording.tool_specs(t3)
     assert [spec["function"]["name"] for spec in specs] == t3.allowed_tools  # the scenario's order
     assert specs[0]["function"]["description"] == "Stand-in description of get_recording_info."
-    system, user = wording.opening(t3, tool_specs=specs)
+    system, user = wording.opening(t3, record_id="EEG_4817", tool_specs=specs)
     assert system == {"role": "system",
                       "content": "Stand-in system prompt of T3; tools: get_recording_info,compute_asymmetry,compute_psd."}
-    assert user["content"].startswith(f"Stand-in user prompt. Record ID**: `{t3.record_id}`.")
+    assert user["content"].startswith("Stand-in user prompt. Record ID**: `EEG_4817`.")
     assert t3.scenario_id not in user["content"]
     assert wording.submit_tool(OUTPUT_SCHEMAS["T3"])["function"]["description"] == "Stand-in submit tool."
     assert wording.repair_nudge(["$.a: x", "$.b: y"], native=False) == "Stand-in repair (text): $.a: x; $.b: y."
@@ -125,8 +125,9 @@ def official_run(suite, api_base, *, protocol="text"):
 
 def test_an_official_text_episode_speaks_only_the_packages_words(official_standin, t3, monkeypatch):
     monkeypatch.setenv("FAKE_LLM_KEY", "sk-test")
-    record = t3.record_id
     with FakeLLM() as server:
+        run = official_run(t3.suite, server.api_base)
+        record = run.episodes.get().record_id  # the episode's own, not the instance's
         server.add(
             fake_llm.text(json.dumps({"action": "tool_call", "tool_name": "get_recording_info",
                                       "arguments": {"record_id": record}})),
@@ -137,12 +138,12 @@ def test_an_official_text_episode_speaks_only_the_packages_words(official_standi
             fake_llm.text(json.dumps({"action": "final_answer", "classification": "maybe", "findings": []})),
             fake_llm.text(json.dumps({"action": "final_answer", "classification": "normal", "findings": []})),
         )  # fmt: skip
-        run = official_run(t3.suite, server.api_base)
         episode = run_episode(episode_id=run.episodes.get().pk, tool_runner=Tools())
         requests = list(server.requests)
     assert episode.status == Status.COMPLETED and episode.prediction["classification"] == "normal"
     assert "tools" not in requests[0] and (requests[0]["max_tokens"], requests[0]["temperature"]) == (8192, 0)
     assert requests[0]["messages"][0]["content"].startswith("Stand-in system prompt of T3")
+    assert f"`{record}`" in requests[0]["messages"][1]["content"] and record != t3.record_id
     sent = [message["content"] for message in requests[-1]["messages"] if message["role"] == "user"][1:]
     assert sent == [
         f"[Tool Result]\n{{'record_id': '{record}', 'reference': 0 (FIFFV_MNE_CUSTOM_REF_OFF)}}",

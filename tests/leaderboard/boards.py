@@ -17,6 +17,7 @@ from django.utils import timezone
 from benchmark.models import Instance, ModelSpec, Release, Suite, Task
 from benchmark.scoring.classification import REFERENCE_CLASSES
 from benchmark.scoring.hypnogram import STAGES
+from runs.services import episode_record_ids
 from runs.loop import score_prediction
 from runs.models import Episode, Run, Status, Step
 
@@ -227,6 +228,8 @@ def add_run(
                 n_tool_calls=(steps_per_episode - 2) // 2 if task != "T1" and steps_per_episode > 2 else 0,
                 cost_usd=Decimal("0.0216"),
             ))
+    for episode, record_id in zip(episodes, episode_record_ids([episode.instance for episode in episodes])):
+        episode.record_id = record_id
     Episode.objects.bulk_create(episodes, batch_size=500)
     if steps_per_episode:
         steps = [

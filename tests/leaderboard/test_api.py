@@ -147,7 +147,7 @@ def test_an_unknown_run_or_episode_is_not_found(client, db):
 def test_an_episode_comes_with_its_steps(client, board):
     episode = board.run.episodes.filter(instance__task__code="T2").first()
     data = client.get(reverse("api:episode", args=[episode.pk])).json()
-    assert data["task"] == "T2" and data["instance"] == episode.instance.record_id
+    assert data["task"] == "T2" and data["instance"] == episode.record_id
     assert [step["index"] for step in data["steps"]] == list(range(5))
     assert [step["kind"] for step in data["steps"]][:3] == ["prompt", "agent_message", "tool_call"]
     assert data["prediction"] == episode.prediction

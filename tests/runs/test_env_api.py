@@ -131,8 +131,9 @@ def test_a_key_cannot_start_or_act_on_another_runs_episodes(suite):
 def test_finished_and_unstarted_episodes_reject_actions(suite):
     run, key = external_run(suite, tasks=("T1", "T2"))
     client = agent_client(key)
-    episode = start(client, run, record_id="rec-t1-7f3a").data["episode"]
-    unstarted = run.episodes.get(instance__record_id="rec-t2-7f3a").pk
+    record_id = run.episodes.get(instance__task__code="T1").record_id
+    episode = start(client, run, record_id=record_id).data["episode"]
+    unstarted = run.episodes.get(instance__task__code="T2").pk
     assert act(client, episode, {"action": "final_answer", "answer": "B"}).data["done"]
 
     finished = act(client, episode, {"action": "final_answer", "answer": "C"})
@@ -141,7 +142,7 @@ def test_finished_and_unstarted_episodes_reject_actions(suite):
     assert finished.status_code == 409 and "ended" in finished.data["detail"]
     assert not_started.status_code == 409 and "not started" in not_started.data["detail"]
     assert Episode.objects.get(pk=episode).final_answer["answer"] == "B"
-    assert start(client, run, record_id="rec-t1-7f3a").status_code == 409
+    assert start(client, run, record_id=record_id).status_code == 409
 
 
 def test_keys_are_throttled_one_by_one(suite, settings):
@@ -162,7 +163,8 @@ def test_an_episode_starts_with_the_prompts_tools_and_schema_and_records_its_pro
     body = start(agent_client(key), run).data
 
     episode = Episode.objects.get(pk=body["episode"])
-    assert body["task"] == "T1" and body["record_id"] == "rec-t1-7f3a" and body["tools"] == []
+    assert body["task"] == "T1" and body["record_id"] == episode.record_id != episode.instance.record_id
+    assert body["tools"] == []
     assert body["limits"] == {"max_turns": 1000, "max_tool_calls": 0}
     assert body["output_schema"] == {"answer": "A|B|C|D"}
     assert [m["role"] for m in body["messages"]] == ["system", "user"]
@@ -281,9 +283,9 @@ def test_an_action_under_way_when_its_episode_is_restarted_writes_nothing(suite,
 
     def tool_while_the_episode_is_restarted(instance, tool_name, arguments):
         reset_episode_for_retry(episode=episode)  # its lease lapsed: resume_run made it pending as attempt 2
-        return {"_meta": {}, "record_id": instance.record_id}
+        return {"_meta": {}, "record_id": arguments["record_id"]}
 
-    monkeypatch.setattr(environment, "call_instance_tool", tool_while_the_episode_is_restarted)
+    monkeypatch.setattr(environment, "episode_tools", lambda episode: tool_while_the_episode_is_restarted)
     call = {"action": "tool_call", "tool_name": "get_recording_info", "arguments": {"record_id": "x"}}
     reply = act(client, episode.pk, call)
 

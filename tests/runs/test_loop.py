@@ -584,7 +584,7 @@ def test_the_heuristic_runs_on_the_platform_tools_and_prompts(run, t2_recording)
     assert kinds(episode)[-1] == Kind.FINAL_ANSWER
     prompt = episode.steps.get(kind=Kind.PROMPT).result["messages"]
     assert [message["role"] for message in prompt] == ["system", "user"]
-    assert t2_recording.record_id in prompt[1]["content"]
+    assert episode.record_id in prompt[1]["content"] and t2_recording.record_id not in prompt[1]["content"]
     calls = episode.steps.filter(kind=Kind.TOOL_CALL)
     assert [call.tool_name for call in calls] == ["compute_band_power", "compute_temporal_features"]
     assert all("_meta" in call.result["content"] for call in calls)  # real results, not errors
@@ -592,11 +592,11 @@ def test_the_heuristic_runs_on_the_platform_tools_and_prompts(run, t2_recording)
 
 
 def test_a_native_model_is_offered_the_ten_platform_tools(make_run, server, t2_recording):
+    run = make_run(protocol="native")
     server.add(
-        fake_llm.tool_calls(("compute_psd", {"record_id": t2_recording.record_id})),
+        fake_llm.tool_calls(("compute_psd", {"record_id": run.episodes.get().record_id})),
         fake_llm.tool_calls((SUBMIT_TOOL_NAME, {"classification": "clean"})),
     )
-    run = make_run(protocol="native")
     episode = run_episode(episode_id=run.episodes.get().pk)
     offered = [tool["function"]["name"] for tool in server.requests[0]["tools"]]
     assert offered == [*OFFICIAL_TOOLS, SUBMIT_TOOL_NAME]

@@ -205,7 +205,7 @@ def test_episode_to_dict_reports_outcome_and_usage_without_the_scenario_id(episo
     )
     episode.refresh_from_db()
     data = episode.to_dict()
-    assert data["record_id"] == episode.instance.record_id
+    assert data["record_id"] == episode.record_id
     assert (data["task"], data["status"]) == ("T5", "completed")
     assert data["scores"] == {"event_f1": 1.0}
     assert data["usage"]["tool_calls"] == 2
