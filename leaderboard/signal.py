@@ -129,6 +129,16 @@ def signal_window(
     )
 
 
+def visitor_points(n_times: int) -> int:
+    """The most points a visitor who is not staff gets of ``n_times`` samples: half of them or fewer.
+
+    Staff may see a short window sample for sample; anyone else sees every window through the
+    min/max decimation, so the raw samples an agent is meant to reach only through its tools never
+    leave the site.
+    """
+    return max(2, min(MAX_POINTS, (n_times // 4) * 2))
+
+
 def bucket_size(n_times: int, *, max_points: int = MAX_POINTS) -> int:
     """Samples per bucket so that ``n_times`` samples decimate to at most ``max_points`` points.
 

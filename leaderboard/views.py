@@ -27,12 +27,13 @@ from benchmark.scoring import PRIMARY_METRIC
 from benchmark.scoring.hypnogram import align, expand_rle
 from benchmark.scoring.seizure import parse_raw_events
 from leaderboard import charts, selectors
+from leaderboard.access import has_ended, is_staff, visible_episode, visible_episodes
 from leaderboard.api.serializers import LeaderboardSerializer
 from leaderboard.comparability import comparability, how_called
 from leaderboard.forms import EpisodeFilterForm, NewRunForm
 from leaderboard.published import PAPER_BOARD
 from leaderboard.services import item_score
-from leaderboard.signal import SIGNAL_TOOLS, read_signal, signal_window
+from leaderboard.signal import MAX_POINTS, SIGNAL_TOOLS, read_signal, signal_window, visitor_points
 from leaderboard.templatetags.leaderboard import metric_name
 from runs import execution
 from runs.models import TOKEN_FIELDS, Episode, Run, Status, Step
@@ -421,11 +422,12 @@ def _steps_page(episode: Episode, page_number) -> tuple:
 @require_safe
 def episode(request: HttpRequest, pk: int) -> HttpResponse:
     """One trajectory: header, prompt, every turn (50 per page, details on demand) and the outcome."""
-    episode = _episode(pk)
+    episode = visible_episode(request, _episode(pk))
     references = references_visible(request)
     page, steps = _steps_page(episode, request.GET.get("page"))
+    same_instance = Episode.objects.filter(instance_id=episode.instance_id).exclude(pk=episode.pk)
     others = (
-        with_outcome(Episode.objects.filter(instance_id=episode.instance_id).exclude(pk=episode.pk))
+        with_outcome(visible_episodes(request, same_instance))
         .select_related("run__model")
         .order_by("run__model__name", "-id")[:50]
     )
@@ -442,7 +444,8 @@ def episode(request: HttpRequest, pk: int) -> HttpResponse:
 @require_safe
 def episode_step(request: HttpRequest, pk: int, index: int) -> HttpResponse:
     """One step's details, loaded when it is expanded: full text, reasoning, result and signal plot."""
-    step = get_object_or_404(Step, episode_id=pk, index=index)
+    step = get_object_or_404(Step.objects.select_related("episode"), episode_id=pk, index=index)
+    visible_episode(request, step.episode)
     content = (step.result or {}).get("content") if step.kind == Kind.TOOL_CALL else None
     return render(request, "leaderboard/_step_details.html", {
         "step": step,
@@ -500,6 +503,7 @@ def episode_signal(request: HttpRequest, pk: int, index: int) -> JsonResponse:
         episode_id=pk,
         index=index,
     )
+    visible_episode(request, step.episode)
     if not is_signal_step(step):
         raise Http404("This step is not a tool call that read the signal.")
     content = (step.result or {}).get("content")
@@ -520,7 +524,10 @@ def episode_signal(request: HttpRequest, pk: int, index: int) -> JsonResponse:
         step.tool_name, step.arguments, ch_names=recording.ch_names, eeg_channels=eeg,
         sfreq=recording.sfreq, n_times=recording.n_times,
     )
-    traces = read_signal(recording, window)
+    # Staff see up to MAX_POINTS points; anyone else never the samples themselves, only a min/max
+    # decimation (half the samples or fewer), whatever the window.
+    n_samples = window.stop - window.start
+    traces = read_signal(recording, window, max_points=MAX_POINTS if is_staff(request) else visitor_points(n_samples))
     start_sec, stop_sec = window.start / recording.sfreq, window.stop / recording.sfreq
     notes = []
     if window.n_requested > len(window.channels):
@@ -546,17 +553,18 @@ def compare(request: HttpRequest) -> HttpResponse:
         first_pk = int(request.GET.get("a", ""))
     except ValueError:
         return HttpResponseBadRequest("Give the episodes to compare as ?a=<id>&b=<id>.")
-    first = _episode(first_pk)
+    first = visible_episode(request, _episode(first_pk))
     references = references_visible(request)
+    same_instance = Episode.objects.filter(instance_id=first.instance_id).exclude(pk=first.pk)
     candidates = (
-        with_outcome(Episode.objects.filter(instance_id=first.instance_id).exclude(pk=first.pk))
+        with_outcome(visible_episodes(request, same_instance))
         .select_related("run__model")
         .order_by("run__model__name", "-id")[:100]
     )
     second = None
     if request.GET.get("b"):
         try:
-            second = _episode(int(request.GET["b"]))
+            second = visible_episode(request, _episode(int(request.GET["b"])))
         except ValueError:
             raise Http404("No such episode.") from None
         if second.instance_id != first.instance_id:
@@ -619,7 +627,7 @@ def run_progress_data(run: Run) -> dict:
     }
 
 
-def _filtered_episodes(run: Run, form: EpisodeFilterForm):
+def _filtered_episodes(request: HttpRequest, run: Run, form: EpisodeFilterForm):
     episodes = (
         with_outcome(run.episodes.select_related("instance__task"))
         .defer("final_answer", "prediction", "error_message")
@@ -635,11 +643,12 @@ def _filtered_episodes(run: Run, form: EpisodeFilterForm):
     if data["ended_by"]:
         episodes = episodes.filter(ended_by=data["ended_by"])
     if data["q"]:
+        # A search looks only into episodes this visitor may see: never into one that has not ended.
         text = data["q"]
         matching_steps = Step.objects.filter(episode=OuterRef("pk")).filter(
             Q(text__icontains=text) | Q(reasoning__icontains=text) | Q(error__icontains=text)
         )
-        episodes = episodes.filter(Q(Exists(matching_steps)) | Q(record_id__icontains=text))
+        episodes = visible_episodes(request, episodes).filter(Q(Exists(matching_steps)) | Q(record_id__icontains=text))
     return episodes
 
 
@@ -654,12 +663,14 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         form.fields["outcome"].choices = [
             choice for choice in form.fields["outcome"].choices if choice[0] not in ("correct", "wrong")
         ]
-    page = Paginator(_filtered_episodes(run, form), EPISODES_PER_PAGE).get_page(request.GET.get("page"))
+    page = Paginator(_filtered_episodes(request, run, form), EPISODES_PER_PAGE).get_page(request.GET.get("page"))
+    staff = is_staff(request)
     rows = [
         {
             "episode": episode,
             "outcome": shown_outcome(episode.outcome, references=references),
             "score": item_score(episode.instance.task.code, episode.scores) if references and episode.scores else None,
+            "visible": staff or has_ended(episode),  # a visitor follows no link into a running episode
         }
         for episode in page.object_list
     ]

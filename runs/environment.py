@@ -50,6 +50,18 @@ from runs.services import append_step, create_run
 
 EXTERNAL_FAMILY = "external"
 KEY_PREFIX = "eegab_"
+# What an agent is told of the score of its ended episode: the metric values, never the reference
+# or what restates it (the gold label, the reference's events or subject, their counts).
+AGENT_SCORES = {
+    "T1": ("correct",), "T2": ("correct",), "T3": ("correct",), "T4": ("correct",),
+    "T5": ("event_f1", "sensitivity", "precision", "fp_per_24h", "dice"),
+    "T6": ("macro_f1", "cohen_kappa"),
+}
+
+
+def agent_scores(episode: Episode) -> dict:
+    """The metric values of ``episode``'s score an agent may read."""
+    return {key: episode.scores[key] for key in AGENT_SCORES[episode.instance.task.code] if key in (episode.scores or {})}
 
 
 class EnvironmentRefused(Exception):
@@ -245,7 +257,7 @@ class ActionResult:
                 "episode": episode.pk,
                 "status": episode.status,
                 "ended_by": episode.ended_by,
-                "scores": episode.scores,
+                "scores": agent_scores(episode),
                 "prediction": episode.prediction,
                 "error_message": episode.error_message,
                 "usage": {"turns": episode.n_turns, "tool_calls": episode.n_tool_calls},

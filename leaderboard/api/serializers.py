@@ -5,6 +5,7 @@ Costs are given as JSON numbers in USD; a null cost means unpriced, never free.
 from rest_framework import serializers
 
 from benchmark.scoring import TASK_IDS
+from leaderboard.access import ENDED
 from leaderboard.comparability import comparability
 from leaderboard.published import PAPER_BOARD
 from leaderboard.selectors import SOURCES, WEIGHTS
@@ -130,7 +131,7 @@ class ScoreField(serializers.FloatField):
 
 class EpisodeRowSerializer(serializers.Serializer):
     id = serializers.IntegerField()
-    instance = serializers.CharField(source="record_id")
+    instance = serializers.SerializerMethodField()
     task = serializers.CharField()
     status = serializers.CharField()
     outcome = serializers.CharField()
@@ -141,6 +142,10 @@ class EpisodeRowSerializer(serializers.Serializer):
     completion_tokens = serializers.IntegerField()
     cost_usd = CostField()
     score = ScoreField()
+
+    def get_instance(self, row) -> str | None:
+        """The record id its agent saw; null for a visitor while the episode has not ended."""
+        return row.record_id if self.context.get("staff") or row.status in ENDED else None
 
 
 class RunDetailSerializer(serializers.Serializer):

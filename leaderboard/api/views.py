@@ -12,6 +12,7 @@ from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
+from leaderboard.access import has_ended, is_staff
 from leaderboard import selectors
 from leaderboard.api import serializers
 from runs.models import Episode, Run
@@ -37,7 +38,7 @@ def _paginated(view: APIView, queryset, serializer_class, **context) -> Response
 
 
 def _is_staff(request) -> bool:
-    return bool(request.user and request.user.is_staff)
+    return is_staff(request)
 
 
 def _scores_visible(request) -> bool:
@@ -71,8 +72,8 @@ class RunDetailView(APIView):
             detail = selectors.run_detail(run_id=run_id)
         except Run.DoesNotExist:
             raise NotFound(f"no run {run_id}") from None
-        data = serializers.RunDetailSerializer(detail, context={"scores_visible": _scores_visible(request)}).data
-        return Response(data)
+        context = {"scores_visible": _scores_visible(request), "staff": _is_staff(request)}
+        return Response(serializers.RunDetailSerializer(detail, context=context).data)
 
 
 class EpisodeDetailView(APIView):
@@ -83,6 +84,8 @@ class EpisodeDetailView(APIView):
             detail = selectors.episode_detail(episode_id=episode_id)
         except Episode.DoesNotExist:
             raise NotFound(f"no episode {episode_id}") from None
+        if not _is_staff(request) and not has_ended(detail.episode):
+            raise NotFound(f"no episode {episode_id}")  # nothing of a running episode, as if it did not exist
         data = serializers.EpisodeDetailSerializer(detail, context={"scores_visible": _scores_visible(request)}).data
         return Response(data)
 
