@@ -236,6 +236,16 @@ EEGAB_DATA_ROOT = Path(env_str("EEGAB_DATA_ROOT") or BASE_DIR / "var" / "release
 # Whether visitors see episodes' reference answers (outcome figures, reference labels); staff always do.
 EEGAB_PUBLIC_REFERENCES = env_bool("EEGAB_PUBLIC_REFERENCES", True)
 
+# The environment variables a run may name as its model's API key (Run.api_key_env): the
+# providers' usual names. A setting of the platform itself (SECRET_KEY, DATABASE_URL, REDIS_URL,
+# DJANGO_*, EEGAB_*) is refused whatever this lists (runs.services.check_key_env).
+EEGAB_PROVIDER_KEY_ENVS = env_list("EEGAB_PROVIDER_KEY_ENVS", (
+    "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "MISTRAL_API_KEY",
+    "GROQ_API_KEY", "TOGETHERAI_API_KEY", "DEEPSEEK_API_KEY", "XAI_API_KEY", "OPENROUTER_API_KEY",
+    "FIREWORKS_AI_API_KEY", "COHERE_API_KEY", "AZURE_API_KEY", "DASHSCOPE_API_KEY", "MOONSHOT_API_KEY",
+    "HOSTED_VLLM_API_KEY",
+))
+
 # Production: with DEBUG off the site is served over HTTPS only, and whitenoise serves the
 # static files that `manage.py collectstatic` gathered, compressed and with hashed names so
 # browsers may cache them for ever. `manage.py check --deploy` is clean with the defaults.

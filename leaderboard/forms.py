@@ -5,6 +5,7 @@ from django.core.validators import RegexValidator
 from benchmark.models import ModelSpec, Suite
 from benchmark.scoring import TASK_IDS
 from benchmark.wording import INSTALL_COMMAND, OFFICIAL, PLATFORM, default_prompt_set, official_available
+from runs.agents import check_api_base, check_key_env
 from runs.models import PAPER_MAX_TOKENS, PAPER_PROTOCOL, PAPER_TEMPERATURE
 
 ENV_NAME = RegexValidator(
@@ -88,6 +89,12 @@ class NewRunForm(forms.Form):
             prompt_sets.help_text += f" The official wording needs the official package: `{INSTALL_COMMAND}`."
         prompt_sets.initial = default_prompt_set()
 
+    def clean_api_key_env(self):
+        return _checked(check_key_env, self.cleaned_data["api_key_env"])
+
+    def clean_api_base(self):
+        return _checked(check_api_base, self.cleaned_data["api_base"])
+
     def clean(self):
         cleaned = super().clean()
         if not cleaned.get("model") and not cleaned.get("provider_model", "").strip():
@@ -105,6 +112,15 @@ class NewRunForm(forms.Form):
             if data.get(key) is not None:
                 limits[key] = float(data[key]) if key == "max_cost_usd" else data[key]
         return limits
+
+
+def _checked(check, value):
+    """``value`` if ``check(value)`` accepts it, else its ValueError as the field's error."""
+    try:
+        check(value)
+    except ValueError as exc:
+        raise forms.ValidationError(str(exc)) from None
+    return value
 
 
 class EpisodeFilterForm(forms.Form):

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from functools import cache
 from decimal import Decimal
 from typing import Any, Protocol
+from urllib.parse import urlsplit
 
 import numpy as np
 
@@ -247,6 +248,37 @@ def _text_of(content: Any) -> str:
     return str(content)
 
 
+# What a run may never name as its key: the platform's own settings (their values would be sent as a
+# bearer key to the server the run names).
+PLATFORM_VARIABLES = frozenset({"SECRET_KEY", "DATABASE_URL", "REDIS_URL", "ALLOWED_HOSTS", "DEBUG"})
+PLATFORM_PREFIXES = ("EEGAB_", "DJANGO_")
+
+
+def check_key_env(name: str) -> None:
+    """Refuse a key variable a run may not name (ValueError); a blank name is the provider's default."""
+    from django.conf import settings
+
+    if not name:
+        return
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):  # not echoed: it may be the key itself
+        raise ValueError("Give the name of the environment variable that holds the key, not the key.")
+    if name in PLATFORM_VARIABLES or name.startswith(PLATFORM_PREFIXES):
+        raise ValueError(f"{name} is a setting of the platform, not a model's API key.")
+    allowed = list(settings.EEGAB_PROVIDER_KEY_ENVS)
+    if name not in allowed:
+        raise ValueError(
+            f"{name} is not a key variable runs may name; the allowed ones are {', '.join(allowed)} "
+            "(the EEGAB_PROVIDER_KEY_ENVS setting)."
+        )
+
+
+def check_api_base(url: str) -> None:
+    """Refuse an API base with credentials in it (ValueError, which does not repeat them)."""
+    if url and (urlsplit(url).username is not None or urlsplit(url).password is not None):
+        raise ValueError("The API base may not hold credentials (user:password@); name the key's variable instead.")
+
+
+
 def check_transport(model: str, api_base: str | None, requested: str | None = "auto") -> None:
     """Raise ValueError unless ``requested`` is a transport ``model`` at ``api_base`` can use.
 
@@ -355,6 +387,10 @@ class ModelAgent:
         self.sleep = sleep
 
     def _api_key(self) -> str | None:
+        try:  # a run made before the allowed names changed is held to them too
+            check_key_env(self.api_key_env)
+        except ValueError as exc:
+            raise ProviderError(str(exc)) from None
         if not self.api_key_env:
             if self.transport == "direct":  # litellm reads the provider's usual variable itself
                 return os.environ.get(PROVIDER_KEY_VARIABLES[self.model.split("/", 1)[0]]) or None

@@ -7,7 +7,7 @@ from django.db import transaction
 from benchmark.models import Instance, ModelSpec, Suite
 from benchmark.releases import new_record_id
 from benchmark.wording import check_prompt_set, default_prompt_set
-from runs.agents import check_transport, is_baseline
+from runs.agents import check_api_base, check_key_env, check_transport, is_baseline
 from runs.models import Episode, Run, Status, Step
 
 
@@ -58,6 +58,8 @@ def create_run(
     if run.source != Run.Source.IMPORTED:
         check_prompt_set(prompt_set)
     run.full_clean()
+    check_key_env(run.api_key_env)
+    check_api_base(run.api_base)
     if not is_baseline(model.provider_model):
         check_transport(model.provider_model, run.api_base, (run.settings or {}).get("transport"))
     run.save()

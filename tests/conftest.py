@@ -15,6 +15,15 @@ pytest_plugins = ["tests.ci_skips"]
 STANDIN = Path(__file__).resolve().parent / "official_standin"
 
 
+# Key variables the tests' runs name, besides the providers' usual ones.
+TEST_KEY_ENVS = ("FAKE_LLM_KEY", "SCRIPTED_KEY", "UNSET_TEST_API_KEY")
+
+
+@pytest.fixture(autouse=True)
+def _test_key_variables(settings):
+    settings.EEGAB_PROVIDER_KEY_ENVS = [*settings.EEGAB_PROVIDER_KEY_ENVS, *TEST_KEY_ENVS]
+
+
 @pytest.fixture(autouse=True)
 def _platform_wording_by_default(request, monkeypatch):
     """Tests see the official package as absent, so they behave alike with and without it installed.

@@ -51,6 +51,7 @@ def start_cluster(database, tmp_path, name):
         EEGAB_EPISODE_LEASE_SEC=LEASE_SEC,
         EEGAB_HEARTBEAT_SEC=HEARTBEAT_SEC,
         EEGAB_PROVIDER_RETRIES=0,
+        EEGAB_PROVIDER_KEY_ENVS=["FAKE_LLM_KEY"],
     )
 
 
@@ -94,7 +95,8 @@ def test_a_killed_worker_leaves_its_episode_rerunnable_and_resume_scores_every_e
         assert resumed.reset == len(killed)
         execution.queue_run(run_id=run.pk)
         with worker.qcluster(shared_database, workers=2, log=tmp_path / "second.log",
-                             EEGAB_EPISODE_LEASE_SEC=LEASE_SEC, EEGAB_HEARTBEAT_SEC=HEARTBEAT_SEC):  # fmt: skip
+                             EEGAB_EPISODE_LEASE_SEC=LEASE_SEC, EEGAB_HEARTBEAT_SEC=HEARTBEAT_SEC,
+                             EEGAB_PROVIDER_KEY_ENVS=["FAKE_LLM_KEY"]):  # fmt: skip
             run = wait_until(
                 lambda: Run.objects.filter(pk=run.pk, status__in=execution.FINISHED).first(),
                 timeout=60,

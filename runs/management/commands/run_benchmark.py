@@ -9,6 +9,7 @@ from benchmark.models import Suite
 from benchmark.scoring import TASK_IDS
 from benchmark.wording import PROMPT_SETS, default_prompt_set
 from runs import execution
+from runs.agents import check_key_env
 from runs.management.console import drive, positive
 from runs.models import PAPER_MAX_TOKENS, PAPER_PROTOCOL, PAPER_TEMPERATURE
 from runs.services import create_run
@@ -102,6 +103,10 @@ class Command(BaseCommand):
         suite = resolve_suite(options["suite"])
         tasks = resolve_tasks(options["tasks"], suite)
         key_env = options["api_key_env"]
+        try:
+            check_key_env(key_env)
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
         if key_env and options["sync"] and not os.environ.get(key_env):
             raise CommandError(f"The environment variable {key_env} (named by --api-key-env) is not set.")
 
