@@ -37,6 +37,7 @@ from leaderboard.signal import MAX_POINTS, SIGNAL_TOOLS, read_signal, signal_win
 from leaderboard.templatetags.leaderboard import metric_name
 from runs import execution
 from runs.models import TOKEN_FIELDS, Episode, Run, Status, Step
+from runs.redaction import public_error
 from runs.services import create_run
 from tools_app.recording import RecordingError, open_recording
 
@@ -327,10 +328,11 @@ def is_signal_step(step: Step) -> bool:
     return step.kind == Kind.TOOL_CALL and step.tool_name in SIGNAL_TOOLS and _tool_status(step) == "ok"
 
 
-def _step_view(step: Step, episode_pk: int) -> dict:
-    """What the step list shows of a step without loading its details."""
+def _step_view(step: Step, episode_pk: int, *, staff: bool) -> dict:
+    """What the step list shows of a step without loading its details (a traceback for staff only)."""
     text = step.text if step.kind != Kind.TOOL_CALL else ""
     error = _tool_error(step) if step.kind == Kind.TOOL_CALL else step.error
+    error = error if staff else public_error(error)
     result = step.result or {}
     has_details = bool(
         step.reasoning
@@ -413,10 +415,10 @@ def _episode_summary(episode: Episode, *, references: bool) -> dict:
     }
 
 
-def _steps_page(episode: Episode, page_number) -> tuple:
+def _steps_page(episode: Episode, page_number, *, staff: bool) -> tuple:
     steps = episode.steps.exclude(kind=Kind.PROMPT).order_by("index")
     page = Paginator(steps, STEPS_PER_PAGE).get_page(page_number)
-    return page, [_step_view(step, episode.pk) for step in page.object_list]
+    return page, [_step_view(step, episode.pk, staff=staff) for step in page.object_list]
 
 
 @require_safe
@@ -424,7 +426,7 @@ def episode(request: HttpRequest, pk: int) -> HttpResponse:
     """One trajectory: header, prompt, every turn (50 per page, details on demand) and the outcome."""
     episode = visible_episode(request, _episode(pk))
     references = references_visible(request)
-    page, steps = _steps_page(episode, request.GET.get("page"))
+    page, steps = _steps_page(episode, request.GET.get("page"), staff=is_staff(request))
     same_instance = Episode.objects.filter(instance_id=episode.instance_id).exclude(pk=episode.pk)
     others = (
         with_outcome(visible_episodes(request, same_instance))
@@ -573,7 +575,7 @@ def compare(request: HttpRequest) -> HttpResponse:
     for chosen in (first, second):
         if chosen is None:
             continue
-        page, steps = _steps_page(chosen, 1)
+        page, steps = _steps_page(chosen, 1, staff=is_staff(request))
         sides.append({"summary": _episode_summary(chosen, references=references), "page": page, "steps": steps})
     return render(request, "leaderboard/compare.html", {
         "first": first,

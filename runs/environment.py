@@ -46,6 +46,7 @@ from runs.loop import (
     step_messages,
 )
 from runs.models import EnvironmentToken, Episode, Run, Status, Step, default_decoding_settings
+from runs.redaction import public_error
 from runs.services import append_step, create_run
 
 EXTERNAL_FAMILY = "external"
@@ -259,7 +260,7 @@ class ActionResult:
                 "ended_by": episode.ended_by,
                 "scores": agent_scores(episode),
                 "prediction": episode.prediction,
-                "error_message": episode.error_message,
+                "error_message": public_error(episode.error_message),
                 "usage": {"turns": episode.n_turns, "tool_calls": episode.n_tool_calls},
             }
         return {

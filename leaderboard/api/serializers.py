@@ -10,6 +10,7 @@ from leaderboard.comparability import comparability
 from leaderboard.published import PAPER_BOARD
 from leaderboard.selectors import SOURCES, WEIGHTS
 from runs.models import TOKEN_FIELDS, Status
+from runs.redaction import public_error
 
 # ── input ───────────────────────────────────────────────────────────────────────────────────
 
@@ -192,7 +193,7 @@ class StepSerializer(serializers.Serializer):
     tool_name = serializers.CharField()
     arguments = serializers.JSONField()
     result = serializers.JSONField()
-    error = serializers.CharField()
+    error = serializers.SerializerMethodField()
     prompt_tokens = serializers.IntegerField(allow_null=True)
     completion_tokens = serializers.IntegerField(allow_null=True)
     cache_read_tokens = serializers.IntegerField(allow_null=True)
@@ -201,6 +202,10 @@ class StepSerializer(serializers.Serializer):
     latency_ms = serializers.FloatField(allow_null=True)
     cost_usd = CostField()
     created_at = serializers.DateTimeField()
+
+    def get_error(self, step) -> str:
+        """The error; a traceback (with server paths) for staff only, anyone else its last line without paths."""
+        return step.error if self.context.get("staff") else public_error(step.error)
 
 
 class EpisodeDetailSerializer(serializers.Serializer):
@@ -222,7 +227,7 @@ class EpisodeDetailSerializer(serializers.Serializer):
     final_answer = serializers.JSONField(source="episode.final_answer")
     prediction = serializers.JSONField(source="episode.prediction")
     error_kind = serializers.CharField(source="episode.error_kind")
-    error_message = serializers.CharField(source="episode.error_message")
+    error_message = serializers.SerializerMethodField()
     n_turns = serializers.IntegerField(source="episode.n_turns")
     n_tool_calls = serializers.IntegerField(source="episode.n_tool_calls")
     usage = serializers.SerializerMethodField()
@@ -238,6 +243,10 @@ class EpisodeDetailSerializer(serializers.Serializer):
             "cost_usd": None if episode.cost_usd is None else float(episode.cost_usd),
             "wall_time_sec": episode.wall_time_sec,
         }
+
+    def get_error_message(self, detail) -> str:
+        message = detail.episode.error_message
+        return message if self.context.get("staff") else public_error(message)
 
     def to_representation(self, detail):
         data = super().to_representation(detail)

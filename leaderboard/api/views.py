@@ -86,7 +86,8 @@ class EpisodeDetailView(APIView):
             raise NotFound(f"no episode {episode_id}") from None
         if not _is_staff(request) and not has_ended(detail.episode):
             raise NotFound(f"no episode {episode_id}")  # nothing of a running episode, as if it did not exist
-        data = serializers.EpisodeDetailSerializer(detail, context={"scores_visible": _scores_visible(request)}).data
+        context = {"scores_visible": _scores_visible(request), "staff": _is_staff(request)}
+        data = serializers.EpisodeDetailSerializer(detail, context=context).data
         return Response(data)
 
 

@@ -30,6 +30,14 @@ def task_codes() -> tuple[str, ...]:
 
 
 @register.filter
+def public_error(text: str) -> str:
+    """An error's type and message on one line, without paths (what anyone but staff may read)."""
+    from runs.redaction import public_error as public
+
+    return public(text)
+
+
+@register.filter
 def metric_name(key: str) -> str:
     """A metric's short display name (``macro_f1`` → ``Macro-F1``)."""
     return METRIC_NAMES.get(key, str(key).replace("_", " "))
