@@ -7,6 +7,7 @@ django-q2's ORM broker. A deployment sets at least ``DEBUG=false``, ``SECRET_KEY
 import importlib.util
 import math
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -235,6 +236,14 @@ EEGAB_DATA_ROOT = Path(env_str("EEGAB_DATA_ROOT") or BASE_DIR / "var" / "release
 
 # Whether visitors see episodes' reference answers (outcome figures, reference labels); staff always do.
 EEGAB_PUBLIC_REFERENCES = env_bool("EEGAB_PUBLIC_REFERENCES", True)
+
+# The environment API (runs/env_api.py): requests per key, the largest body it reads, and how long
+# an external episode may go without an action before it is ended as abandoned.
+EEGAB_ENV_API_RATE = env_str("EEGAB_ENV_API_RATE") or "600/min"
+if not re.fullmatch(r"[1-9][0-9]*/(s|sec|second|m|min|minute|h|hour|d|day)", EEGAB_ENV_API_RATE):
+    raise ImproperlyConfigured(f"EEGAB_ENV_API_RATE must read like 600/min, not {EEGAB_ENV_API_RATE!r}.")
+EEGAB_ENV_MAX_BODY_BYTES = env_int("EEGAB_ENV_MAX_BODY_BYTES", 64 * 1024, minimum=1024)
+EEGAB_ENV_IDLE_SEC = env_number("EEGAB_ENV_IDLE_SEC", 30 * 60, minimum=1.0)
 
 # The environment variables a run may name as its model's API key (Run.api_key_env): the
 # providers' usual names. A setting of the platform itself (SECRET_KEY, DATABASE_URL, REDIS_URL,

@@ -10,16 +10,21 @@
   returns the observation, or the score when the episode ends.
 
 A key is sent as ``Authorization: Bearer <key>`` and is good for its own run only. Each key is
-throttled on its own (``EEGAB_ENV_API_RATE``, default 600/min). The services are in
+throttled on its own (``EEGAB_ENV_API_RATE``, default 600/min). Bodies are JSON only (415
+otherwise) and at most ``EEGAB_ENV_MAX_BODY_BYTES`` (default 64 KB; 413 beyond). An episode with
+no action for ``EEGAB_ENV_IDLE_SEC`` (default 30 min) is ended as abandoned. The services are in
 ``runs.environment``.
 """
+import json
+
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from rest_framework import serializers, status
 from rest_framework.authentication import BaseAuthentication, SessionAuthentication, get_authorization_header
-from rest_framework.exceptions import AuthenticationFailed, PermissionDenied
+from rest_framework.exceptions import APIException, AuthenticationFailed, ParseError, PermissionDenied
+from rest_framework.parsers import BaseParser
 from rest_framework.permissions import BasePermission, IsAdminUser
 from rest_framework.response import Response
 from rest_framework.throttling import SimpleRateThrottle
@@ -28,6 +33,7 @@ from rest_framework.views import APIView
 from benchmark.models import Suite
 from benchmark.wording import PROMPT_SETS
 from runs import environment
+from runs.limits import check_limits
 from runs.models import EnvironmentToken, Episode, Run
 
 # ── authentication, permission, throttle ─────────────────────────────────────────────────────
@@ -66,12 +72,57 @@ class EnvironmentRateThrottle(SimpleRateThrottle):
     scope = "env"
 
     def get_rate(self):
-        return getattr(settings, "EEGAB_ENV_API_RATE", "600/min")
+        return settings.EEGAB_ENV_API_RATE
 
     def get_cache_key(self, request, view):
         if not isinstance(request.auth, EnvironmentToken):
             return None
         return self.cache_format % {"scope": self.scope, "ident": request.auth.pk}
+
+
+class BodyTooLarge(APIException):
+    status_code = 413
+    default_code = "body_too_large"
+
+
+def _too_large() -> BodyTooLarge:
+    limit = settings.EEGAB_ENV_MAX_BODY_BYTES
+    return BodyTooLarge(f"The body is larger than {limit} bytes; send one action at a time.")
+
+
+class CappedJSONParser(BaseParser):
+    """JSON, and at most ``EEGAB_ENV_MAX_BODY_BYTES`` of it: more is refused (413) after reading no further.
+
+    Not a ``JSONParser``: DRF would read a JSON parser's whole body into memory first.
+    """
+
+    media_type = "application/json"
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        limit = settings.EEGAB_ENV_MAX_BODY_BYTES
+        body = stream.read(limit + 1) if stream is not None else b""
+        if len(body) > limit:
+            raise _too_large()
+        try:
+            return json.loads(body.decode("utf-8"), parse_constant=_refuse_constant)
+        except (UnicodeDecodeError, ValueError) as exc:
+            raise ParseError(f"The body is not JSON: {exc}") from None
+
+
+def _refuse_constant(name: str):
+    raise ValueError(f"{name} is not a JSON number")
+
+
+class _CappedBody:
+    """Views that read a body refuse one whose declared length is over the cap before anything else."""
+
+    parser_classes = [CappedJSONParser]
+
+    def initial(self, request, *args, **kwargs):
+        declared = request.META.get("CONTENT_LENGTH") or ""
+        if declared.isdigit() and int(declared) > settings.EEGAB_ENV_MAX_BODY_BYTES:
+            raise _too_large()
+        super().initial(request, *args, **kwargs)
 
 
 def _own_run(request, run_id: int) -> None:
@@ -83,7 +134,7 @@ def _refused(exc: environment.EnvironmentRefused) -> Response:
     return Response({"detail": str(exc)}, status=exc.status)
 
 
-class _AgentView(APIView):
+class _AgentView(_CappedBody, APIView):
     authentication_classes = [EnvironmentTokenAuthentication]
     permission_classes = [HasEnvironmentToken]
     throttle_classes = [EnvironmentRateThrottle]
@@ -101,6 +152,12 @@ class OpenRunInput(serializers.Serializer):
     limits = serializers.DictField(required=False, default=dict)
     prompt_set = serializers.ChoiceField(choices=PROMPT_SETS, required=False, allow_null=True, default=None)
 
+    def validate_limits(self, value):
+        try:
+            return check_limits(dict(value))
+        except ValueError as exc:
+            raise serializers.ValidationError(str(exc)) from None
+
 
 class StartEpisodeInput(serializers.Serializer):
     record_id = serializers.CharField(max_length=100, required=False, default="")
@@ -109,7 +166,7 @@ class StartEpisodeInput(serializers.Serializer):
 # ── views ────────────────────────────────────────────────────────────────────────────────────
 
 
-class RunListView(APIView):
+class RunListView(_CappedBody, APIView):
     """``GET /api/env/runs/`` (a key): the key's run and its progress.
 
     ``POST /api/env/runs/`` (staff, signed in) ``{"agent", "suite", "tasks", "name"?, "limit"?, "limits"?,
@@ -159,6 +216,7 @@ class EpisodeStartView(_AgentView):
         data = StartEpisodeInput(data=request.data)
         data.is_valid(raise_exception=True)
         run = get_object_or_404(Run, pk=run_id)
+        environment.end_idle_episodes(run_id=run.pk)
         try:
             start = environment.start_episode(run=run, **data.validated_data)
         except environment.EnvironmentRefused as exc:
@@ -194,6 +252,7 @@ class ActionView(_AgentView):
             raise PermissionDenied(f"Episode {episode_id} is not an episode of this key's run.")
         if not isinstance(request.data, dict):
             return Response({"detail": "Send one action as a JSON object."}, status=status.HTTP_400_BAD_REQUEST)
+        environment.end_idle_episodes(run_id=episode.run_id)
         try:
             outcome = environment.take_action(episode=episode, action=dict(request.data))
         except environment.EnvironmentRefused as exc:

@@ -23,6 +23,7 @@ import json
 import secrets
 import traceback
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from django.db import transaction
@@ -342,6 +343,45 @@ def _reply(episode: Episode, steps: list[Step]) -> ActionResult:
             reply.errors.extend(result.get("errors") or [])
     reply.observation = "\n\n".join(message["content"] for message in reply.messages)
     return reply
+
+
+def end_idle_episodes(*, run_id: int | None = None, now=None) -> int:
+    """End as abandoned every external episode that has had no action for ``EEGAB_ENV_IDLE_SEC``.
+
+    An agent that walks away leaves its episode running for ever, and its run with it. Such an
+    episode ends scored as unanswered (an empty prediction), and its run finishes once every
+    episode has. Runs as a django-q2 schedule (every minute, ``runs`` migration 0006) and before
+    each environment request of a run (``run_id``). Returns how many episodes were ended.
+    """
+    from django.conf import settings
+    from django.db.models.functions import Coalesce
+
+    now = now or timezone.now()
+    cutoff = now - timedelta(seconds=settings.EEGAB_ENV_IDLE_SEC)
+    idle = (
+        Episode.objects.filter(status=Status.RUNNING, run__source=Run.Source.EXTERNAL)
+        .annotate(last_action=Coalesce("heartbeat_at", "started_at"))
+        .filter(last_action__lt=cutoff)
+    )
+    if run_id is not None:
+        idle = idle.filter(run_id=run_id)
+    ended = 0
+    for episode_id in list(idle.values_list("id", flat=True)):
+        episode = load_episode(episode_id)
+        if episode is None or episode.status != Status.RUNNING:
+            continue
+        loop = _loop(episode)
+        loop.resume()
+        message = f"abandoned: no action for {settings.EEGAB_ENV_IDLE_SEC:g} s"
+        try:
+            loop.record(Step.Kind.ERROR, error=message)
+        except statements.EpisodeLost:
+            continue  # an action or a reset got there first
+        outcome = Outcome(Status.COMPLETED, Episode.EndedBy.ABANDONED, prediction={}, error_message=message)
+        if _finish(loop, episode, outcome):
+            ended += 1
+            _finish_run_if_done(episode.run_id)
+    return ended
 
 
 def _finish_run_if_done(run_id: int) -> None:

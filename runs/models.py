@@ -148,6 +148,7 @@ class Episode(Usage):
         COST_CAP = "cost_cap"
         PROVIDER_ERROR = "provider_error"
         CANCELLED = "cancelled"
+        ABANDONED = "abandoned", "abandoned (an external agent stopped acting)"
 
     class ErrorKind(models.TextChoices):
         INFRASTRUCTURE = "infrastructure", "infrastructure (not scored, re-runnable)"

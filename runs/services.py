@@ -8,6 +8,7 @@ from benchmark.models import Instance, ModelSpec, Suite
 from benchmark.releases import new_record_id
 from benchmark.wording import check_prompt_set, default_prompt_set
 from runs.agents import check_api_base, check_key_env, check_transport, is_baseline
+from runs.limits import check_limits
 from runs.models import Episode, Run, Status, Step
 
 
@@ -58,6 +59,7 @@ def create_run(
     if run.source != Run.Source.IMPORTED:
         check_prompt_set(prompt_set)
     run.full_clean()
+    check_limits(run.limits)
     check_key_env(run.api_key_env)
     check_api_base(run.api_base)
     if not is_baseline(model.provider_model):
