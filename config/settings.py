@@ -8,6 +8,7 @@ import importlib.util
 import math
 import os
 import re
+from datetime import timedelta
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -123,6 +124,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "django_q",
+    "axes",
     "benchmark",
     "tools_app",
     "runs",
@@ -137,7 +139,27 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes asks: it turns a locked-out login into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
+
+# Logins (the staff form, the admin, the API's basic auth) go through django-axes first: after
+# EEGAB_LOGIN_FAILURE_LIMIT failed attempts from one address, or against one username, further
+# attempts are refused, the right password included, for EEGAB_LOGIN_COOLOFF_MIN minutes.
+# `manage.py axes_reset` lifts every lockout at once.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env_int("EEGAB_LOGIN_FAILURE_LIMIT", 10, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=env_number("EEGAB_LOGIN_COOLOFF_MIN", 60, minimum=1.0))
+AXES_LOCKOUT_PARAMETERS = ["ip_address", "username"]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+# The client's address (config/login.py): REMOTE_ADDR, which no client can forge; behind N proxies
+# that each append the address they saw to X-Forwarded-For, set EEGAB_LOGIN_PROXY_COUNT=N.
+EEGAB_LOGIN_PROXY_COUNT = env_int("EEGAB_LOGIN_PROXY_COUNT", 0, minimum=0)
+AXES_CLIENT_IP_CALLABLE = "config.login.client_address"
 
 ROOT_URLCONF = "config.urls"
 WSGI_APPLICATION = "config.wsgi.application"

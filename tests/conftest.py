@@ -20,8 +20,10 @@ TEST_KEY_ENVS = ("FAKE_LLM_KEY", "SCRIPTED_KEY", "UNSET_TEST_API_KEY")
 
 
 @pytest.fixture(autouse=True)
-def _test_key_variables(settings):
+def _test_settings(settings):
+    """Key variables the tests name; a fast password hash (the tests' passwords are not secrets)."""
     settings.EEGAB_PROVIDER_KEY_ENVS = [*settings.EEGAB_PROVIDER_KEY_ENVS, *TEST_KEY_ENVS]
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 @pytest.fixture(autouse=True)
