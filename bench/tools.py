@@ -8,7 +8,9 @@ across all ten tools, every call within the output budget) with each approach, e
 in its own process (modules imported before timing; the 4-hour recording first, so that its
 peak memory is measured before the 23-hour one is opened):
 
-* ours: ``tools_app.call_tool``;
+* ours: ``tools_app.call_tool``, twice: in a first process that computes each long record's
+  statistics and keeps them (``EEGAB_STATS_DIR``, emptied first), then in a fresh process that
+  maps the kept ones, as every worker after the first (or after ``precompute_records``) does;
 * official: ``mne.io.read_raw_edf(preload=True)`` with a 4-file cache, then scipy per call
   (``bench/official_tools.py``).
 
@@ -22,7 +24,9 @@ Run: ``python bench/tools.py`` (``--only ours`` to skip the slow official replay
 """
 import argparse
 import json
+import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -262,9 +266,13 @@ def _child(approach, output):
     Path(output).write_text(json.dumps(replay(approach)))
 
 
-def _run_child(approach):
-    output = OUT / f"replay-{approach}.json"
-    subprocess.run([sys.executable, __file__, "--child", approach, str(output)], check=True, cwd=ROOT)
+STATS_DIR = OUT / "record-stats-tools"
+
+
+def _run_child(approach, name=None):
+    output = OUT / f"replay-{name or approach}.json"
+    environment = {**os.environ, "EEGAB_STATS_DIR": str(STATS_DIR)}
+    subprocess.run([sys.executable, __file__, "--child", approach, str(output)], check=True, cwd=ROOT, env=environment)
     return json.loads(output.read_text())
 
 
@@ -294,6 +302,12 @@ def _milliseconds(values):
     return f"{1000 * values:8.1f} ms"
 
 
+def _first_statistics_call(replay):
+    """The latency and name of the replay's first call that reads the record's statistics."""
+    return next((latency, name) for latency, name in zip(replay["latencies"], replay["calls"])
+                if name not in ("get_recording_info", "get_channel_list"))
+
+
 def report(runs):
     lines = []
     totals = {"ours": 0.0, "official": 0.0}
@@ -307,6 +321,10 @@ def report(runs):
         all_latencies["ours_after_first"] += after_first
         totals["ours"] += ours["total"]
         cpu["ours"] += ours["cpu"]
+        computing = runs["ours_computing"][recording]
+        computing_first, computing_name = _first_statistics_call(computing)
+        lines.append(f"  ours, the process computing its statistics: total {computing['total']:7.2f} s  "
+                     f"first call reading them ({computing_name}) {_milliseconds(computing_first)}")
         lines.append(f"  ours      total {ours['total']:7.2f} s  cpu {ours['cpu']:6.2f} s  "
                      f"p50 {_milliseconds(statistics.median(ours['latencies']))}  "
                      f"first call {_milliseconds(ours['latencies'][0])}  max after first {_milliseconds(max(after_first))}  "
@@ -337,9 +355,15 @@ def report(runs):
         lines.append(f"  ratio     {totals['official'] / totals['ours']:.1f}x faster over the whole script; "
                      f"p50 {statistics.median(all_latencies['official']) / statistics.median(all_latencies['ours']):.1f}x; "
                      f"processor time {cpu['official'] / cpu['ours']:.1f}x")
+    first_calls = [_first_statistics_call(runs["ours"][recording]) for recording in SCRIPTS]
+    lines.append("  ours      first call reading each record's statistics, in a fresh process with them kept: "
+                 + ", ".join(f"{recording} {name} {1000 * first:.1f} ms"
+                             for recording, (first, name) in zip(SCRIPTS, first_calls)))
     targets = [
+        ("a record's first call in a fresh process <= 50 ms", max(first for first, _ in first_calls) <= 0.050),
         ("p50 < 20 ms", statistics.median(all_latencies["ours"]) < 0.020),
         ("max < 250 ms after each record's first call", max(all_latencies["ours_after_first"]) < 0.250),
+        ("max < 250 ms including each record's first call", max(all_latencies["ours"]) < 0.250),
         ("peak RSS < 400 MB with the 4-hour file", runs["ours"]["chb"]["peak_rss_mb"] < 400),
     ]
     if all_latencies["official"]:
@@ -361,8 +385,10 @@ def main(argv=None):
             started = time.perf_counter()
             make(path)
             print(f"wrote {path.relative_to(ROOT)} ({path.stat().st_size / 1e6:.0f} MB) in {time.perf_counter() - started:.0f} s")
-    approaches = ["ours"] + (["official"] if options.only == "both" else [])
-    runs = {approach: _run_child(approach) for approach in approaches}
+    shutil.rmtree(STATS_DIR, ignore_errors=True)
+    runs = {"ours_computing": _run_child("ours", "ours-computing"), "ours": _run_child("ours")}
+    if options.only == "both":
+        runs["official"] = _run_child("official")
     print(report(runs))
 
 

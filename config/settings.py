@@ -255,6 +255,10 @@ else:
 
 # Where imported releases (scenarios, answer keys and recordings) live on disk.
 EEGAB_DATA_ROOT = Path(env_str("EEGAB_DATA_ROOT") or BASE_DIR / "var" / "releases")
+# Long recordings' tool statistics, computed once per file and mapped by every worker
+# (tools_app/signal/stored.py); shared like the releases. Empty: kept in each process's memory.
+_stats_dir = os.environ.get("EEGAB_STATS_DIR")
+EEGAB_STATS_DIR = EEGAB_DATA_ROOT / "record-stats" if _stats_dir is None else (Path(_stats_dir) if _stats_dir else None)
 
 # Whether visitors see episodes' reference answers (outcome figures, reference labels); staff always do.
 EEGAB_PUBLIC_REFERENCES = env_bool("EEGAB_PUBLIC_REFERENCES", True)

@@ -19,6 +19,14 @@ STANDIN = Path(__file__).resolve().parent / "official_standin"
 TEST_KEY_ENVS = ("FAKE_LLM_KEY", "SCRIPTED_KEY", "UNSET_TEST_API_KEY")
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _statistics_directory(tmp_path_factory):
+    """Long recordings' kept statistics go to a directory of the test session's own."""
+    from tools_app.signal import stored
+
+    stored.configure(tmp_path_factory.mktemp("record-stats"))
+
+
 @pytest.fixture(autouse=True)
 def _test_settings(settings):
     """Key variables the tests name; a fast password hash (the tests' passwords are not secrets)."""

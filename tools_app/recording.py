@@ -15,13 +15,15 @@ filter settings and ``get_data`` values are those of the MNE raw object the offi
 Files without a header are typed ``eeg`` with MNE's defaults (no filters: 0 Hz to Nyquist). Error messages
 never contain the path: directory names can carry labels.
 
-Like the official loader, the last 4 opened recordings are cached for the whole process. Ours evicts the
-least recently *used* one (the official, the oldest opened) and keys on the resolved path, the file's size
-and modification time, and, for header-less formats, the metadata that shapes them.
+Like the official loader, opened recordings are cached for the whole process; the official keeps the last 4
+opened, ours the last 64 used, keyed on the resolved path, the file's size and modification time, and, for
+header-less formats, the metadata that shapes them. An evicted recording costs only a new opening: the
+statistics of long ones are kept on disk (:mod:`tools_app.signal.stored`) and mapped again.
 """
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections import OrderedDict
 from pathlib import Path
@@ -29,8 +31,9 @@ from pathlib import Path
 import numpy as np
 
 from tools_app.edf import EdfError, EdfRecording
+from tools_app.signal.stored import file_identity
 
-CACHE_SIZE = 4
+CACHE_SIZE = 64
 BONN_DEFAULT_SFREQ = 173.61
 NPY_DEFAULT_SFREQ = 256.0
 MICROVOLT = 1e-6
@@ -69,6 +72,9 @@ class Recording:
         from a lower rate: each partial read evaluates its interpolation).
     writes_into : bool
         Whether ``read`` takes a fourth argument ``out``, the array to write the samples into.
+    identity : callable or None
+        ``identity()`` gives what identifies the file's content (:func:`tools_app.signal.stored.file_identity`),
+        under which its statistics are kept; None for a recording that is not a file.
     """
 
     def __init__(
@@ -102,6 +108,9 @@ class Recording:
         self._bads = tuple(bads)
         self.whole_read_channels = frozenset(whole_read_channels)
         self._writes_into = bool(writes_into)
+        # What identifies the file's content (tools_app.signal.stored.file_identity), for its kept
+        # statistics; open_recording sets it, a recording over an array has none.
+        self.identity = None
 
     def __repr__(self):
         return (
@@ -299,7 +308,7 @@ _cache_lock = threading.Lock()
 
 
 def open_recording(path, *, metadata=None) -> Recording:
-    """Open a recording, or return it from the cache of the last 4 opened.
+    """Open a recording, or return it from the cache of the last 64 used.
 
     Parameters
     ----------
@@ -338,6 +347,7 @@ def open_recording(path, *, metadata=None) -> Recording:
     except _READ_ERRORS.get(opener, Exception) as exc:
         detail = str(exc) if isinstance(exc, EdfError) else f"{type(exc).__name__} while reading it."
         raise RecordingError(f"Recording file could not be read: {detail}") from None
+    recording.identity = functools.cache(functools.partial(file_identity, resolved, stat))
     with _cache_lock:
         _cache[key] = recording
         _cache.move_to_end(key)
@@ -350,3 +360,25 @@ def clear_recording_cache() -> None:
     """Forget every cached recording (tests; a changed file is already re-opened on its own)."""
     with _cache_lock:
         _cache.clear()
+
+
+def precompute_statistics(path, *, metadata=None) -> str:
+    """Make the kept statistics of one recording ready, as its first tool call would.
+
+    Returns ``"computed"``, ``"kept"`` (a usable file was there already), ``"short"`` (a recording
+    short enough that tools read it directly: nothing to keep) or ``"memory"`` (no statistics
+    directory is configured, or it cannot be written). Raises :class:`RecordingError`.
+    """
+    from tools_app.signal import stored
+    from tools_app.signal.ranges import source_for
+
+    recording = open_recording(path, metadata=metadata)
+    segments = source_for(recording).segments
+    if segments is None:
+        return "short"
+    if stored.stats_dir() is None:
+        return "memory"
+    if segments.stored_file_exists():
+        return "kept"
+    segments.prepare()
+    return "computed" if segments.stored_file_exists() else "memory"

@@ -20,9 +20,10 @@ import math
 import re
 import types
 import typing
-import warnings
 from dataclasses import dataclass
 from pathlib import PurePath
+
+import numpy as np
 
 from tools_app.errors import ErrorCode, ToolError
 
@@ -353,8 +354,9 @@ def _parameter_line(parameter):
 
 
 def _load_tools():
-    """Import the tool definitions, which registers them."""
+    """Import the tool definitions, which registers them, and the readers every call uses."""
     importlib.import_module("tools_app.tools")
+    importlib.import_module("tools_app.recording")
 
 
 # ---------------------------------------------------------------------- dispatch
@@ -383,8 +385,6 @@ def call_tool(path, tool_name, arguments, *, record_id=None, metadata=None):
         Identical arguments give byte-identical results.
     """
     from tools_app.recording import RecordingError, open_recording
-    from tools_app.signal.ranges import source_for
-
     _load_tools()
     echoed = arguments.get("record_id") if isinstance(arguments, dict) else None
     echoed = echoed if isinstance(echoed, str) else record_id
@@ -402,10 +402,7 @@ def call_tool(path, tool_name, arguments, *, record_id=None, metadata=None):
                 ErrorCode.UNKNOWN_RECORD,
                 f"{_without_path(str(error), path)} (record_id {requested!r})",
             ) from None
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            source_for(recording).prepare()
-            return spec.function(recording, requested, **options)
+        return _run(spec, recording, requested, options)
     except ToolError as error:
         return error.to_result(echoed)
     except Exception:
@@ -415,6 +412,23 @@ def call_tool(path, tool_name, arguments, *, record_id=None, metadata=None):
             f"Tool execution failed: an internal error occurred in {tool_name}. The arguments may be fine; "
             f"try another call.",
         ).to_result(echoed)
+
+
+def _run(spec, recording, record_id, options):
+    """Run the tool, once more if the kept statistics it read fail their check (then rebuilt)."""
+    from tools_app.signal.ranges import source_for
+    from tools_app.signal.stored import StoreError
+
+    for attempt in (1, 2):
+        # Floating-point warnings off for this call only (numpy's error state is per thread); the
+        # statistics a tool needs are mapped or computed when it first asks for them.
+        try:
+            with np.errstate(all="ignore"):
+                return spec.function(recording, record_id, **options)
+        except StoreError as error:
+            if attempt == 2:
+                raise
+            source_for(recording).segments.discard_stored(error)
 
 
 def _resolve_tool(tool_name):

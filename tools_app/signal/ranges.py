@@ -56,14 +56,15 @@ class SignalSource:
         self.n_times = int(recording.n_times)
         long_enough = self.n_times >= LARGE_RANGE_SAMPLES and spectral.welch_nperseg(self.sfreq, self.n_times) >= 4
         whole = getattr(recording, "whole_read_channels", ())
-        self.segments = (
-            segments.RecordSegments(self.read, self.sfreq, self.n_times, whole_reads=whole) if long_enough else None
-        )
+        self.segments = segments.RecordSegments(
+            self.read, self.sfreq, self.n_times, n_channels=len(recording.ch_names), whole_reads=whole,
+            identity=getattr(recording, "identity", None),
+        ) if long_enough else None
 
     def prepare(self):
-        """Fill the segment cache for every channel now, if the recording is long enough."""
+        """Map or compute the segment statistics of every channel now, if the recording is long enough."""
         if self.segments is not None:
-            self.segments.build(range(len(self.recording.ch_names)))
+            self.segments.prepare()
 
     def read(self, picks, start, stop, out=None):
         """Return samples ``[start, stop)`` of the channels ``picks`` (repeats allowed), V.

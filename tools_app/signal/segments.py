@@ -31,6 +31,25 @@ from threadpoolctl import threadpool_limits
 from tools_app.signal import noise, spectral, temporal
 from tools_app.signal.workspace import Workspace, scratch
 
+_blas_lock = threading.Lock()
+_blas_limited = False
+
+
+def single_threaded_blas():
+    """Limit BLAS to one thread in this process, once and for good.
+
+    The tools' own threads are the parallelism: BLAS threads on top of them (OpenBLAS starts
+    them for larger products) would only compete for the same cores. A limit set and lifted
+    around each computation (``threadpool_limits`` as a context) is process-wide state that
+    concurrent tool calls would undo for one another; set once, it cannot be.
+    """
+    global _blas_limited
+    with _blas_lock:
+        if not _blas_limited:
+            threadpool_limits(limits=1, user_api="blas")
+            _blas_limited = True
+
+
 #: Segment periodograms are summed in blocks of this many segments; unit rows are pooled in
 #: blocks of as many units.
 SEGMENTS_PER_BLOCK = 64
@@ -205,15 +224,28 @@ class ChannelSegments:
         cost it a second round of whole reads).
     """
 
-    def __init__(self, unit, units, boundaries, segment_bands, block_psd):
+    def __init__(self, unit, units, boundaries, segment_bands, block_psd, unit_blocks=None):
         self.unit = unit
         self.units = units
         self.steps, self.curvatures_before, self.curvatures_after = boundaries
         self.segment_bands = segment_bands
         self.block_psd = block_psd
-        self.unit_blocks = self._pooled_blocks()
+        self.unit_blocks = self._pooled_blocks() if unit_blocks is None else unit_blocks
         self.saturation_ratio = self.flat_line_ratio = None
         self.whole_zero_crossings = None
+
+    # The arrays a statistics file holds per channel, in file order (tools_app.signal.stored).
+    STORED = ("units", "steps", "curvatures_before", "curvatures_after", "unit_blocks", "segment_bands", "block_psd")
+
+    def stored(self):
+        """This channel as :meth:`tools_app.signal.stored.StatisticsFile.save` takes it."""
+        whole = self.whole_zero_crossings
+        scalars = {
+            "saturation_ratio": self.saturation_ratio,
+            "flat_line_ratio": self.flat_line_ratio,
+            "whole_zero_crossings": None if whole is None else [float(whole[0]), int(whole[1])],
+        }
+        return {"arrays": [getattr(self, name) for name in self.STORED], "scalars": scalars}
 
     def _pooled_blocks(self):
         n_units = len(self.units)
@@ -254,6 +286,30 @@ class ChannelSegments:
         ])
 
 
+class StoredChannelSegments(ChannelSegments):
+    """A channel of a mapped statistics file: each array is checked and mapped on its first use.
+
+    Reading an array that fails its CRC-32 raises :class:`tools_app.signal.stored.StoreError`.
+    """
+
+    def __init__(self, unit, mapped, index):
+        # Not ChannelSegments.__init__, which takes the arrays: they are read when first asked for.
+        self.unit = unit
+        self._mapped, self._index = mapped, index
+        scalars = mapped.scalars(index)
+        self.saturation_ratio = scalars["saturation_ratio"]
+        self.flat_line_ratio = scalars["flat_line_ratio"]
+        whole = scalars["whole_zero_crossings"]
+        self.whole_zero_crossings = None if whole is None else (whole[0], whole[1])
+
+    def __getattr__(self, name):  # only for attributes not set yet: the arrays, on first use
+        if name not in ChannelSegments.STORED:
+            raise AttributeError(name)
+        array = self._mapped.array(self._index, name)
+        setattr(self, name, array)
+        return array
+
+
 class RecordSegments:
     """Per-segment statistics of one recording, built per channel on first use.
 
@@ -267,16 +323,24 @@ class RecordSegments:
         Sampling rate, Hz.
     n_times : int
         Samples per channel; at least ``int(2 * sfreq)`` and 4.
+    n_channels : int, optional
+        The recording's channel count. With it, the first use of any channel makes all of them
+        ready at once (mapped, or computed in one pass and stored); without it, each channel is
+        computed on its own first use, in memory.
     whole_reads : collection of int, optional
         Channels to read in as few reads as possible rather than piece by piece (those whose
         partial reads cost more than a whole one). The numbers are the same either way.
+    identity : callable, optional
+        ``identity()`` gives the recording file's identity (:func:`tools_app.signal.stored.file_identity`):
+        with it and a statistics directory, the statistics are kept in a file.
     """
 
-    def __init__(self, read, sfreq, n_times, *, whole_reads=()):
+    def __init__(self, read, sfreq, n_times, *, n_channels=None, whole_reads=(), identity=None):
         self.read = read
         self.whole_reads = frozenset(whole_reads)
         self.sfreq = float(sfreq)
         self.n_times = int(n_times)
+        self.n_channels = n_channels
         self.nperseg = spectral.welch_nperseg(self.sfreq, self.n_times)
         self.unit = spectral.welch_step(self.nperseg)
         self.n_units = -(-self.n_times // self.unit)
@@ -285,34 +349,123 @@ class RecordSegments:
         self._band_weights = spectral.band_weights(self.freqs, spectral.WINDOWED_BANDS)
         self._channels = {}
         self._lock = threading.Lock()
+        self._identity = identity
+        self._mapped = None  # the statistics file this process maps, once loaded
+        self._checked = set()  # its channels whose CRC-32 has been checked
 
     def channel(self, pick):
-        """Return the :class:`ChannelSegments` of channel index ``pick``, building it if needed."""
-        if pick not in self._channels:
+        """Return the :class:`ChannelSegments` of channel index ``pick``.
+
+        With ``n_channels``, the first use loads every channel: mapped from the recording's
+        statistics file where there is one (:mod:`tools_app.signal.stored`; each channel's
+        CRC-32 is checked on its first use), else computed in one pass over the recording and
+        stored. Without it, only the channel asked for is computed, in memory.
+        """
+        cached = self._channels.get(pick)
+        if cached is not None:
+            return cached
+        if self.n_channels is None:
             self.build([pick])
+        else:
+            self.prepare(pick)
         return self._channels[pick]
 
+    def prepare(self, pick=None):
+        """Map or compute the statistics of every channel; with ``pick``, make that channel ready."""
+        with self._lock:
+            if self._mapped is None and len(self._channels) < self.n_channels:
+                self._open()
+            if pick is not None and pick not in self._channels:
+                self._channels[pick] = StoredChannelSegments(self.unit, self._mapped, pick)
+
+    def discard_stored(self, error):
+        """Forget the mapped file, which failed a check (``error``), and delete it: it is rebuilt on next use."""
+        from tools_app.signal import stored
+
+        with self._lock:
+            if self._mapped is None:
+                return
+            stored.logger.warning("record statistics %s: %s; rebuilding them", self._mapped.path.name, error)
+            self._store().discard()
+            self._mapped, self._channels = None, {}
+
+    def _open(self):
+        """Map the statistics file, or compute every channel and write it (the caller holds the lock)."""
+        from tools_app.signal import stored
+
+        store = self._store()
+        if store is not None:
+            self._mapped = store.load(self._shapes())
+            if self._mapped is not None:
+                return
+            try:
+                with store.exclusive():  # another process may be writing it: wait, then map it
+                    self._mapped = store.load(self._shapes())
+                    if self._mapped is not None:
+                        return
+                    self._build_missing(range(self.n_channels))
+                    store.save([self._channels[pick].stored() for pick in range(self.n_channels)])
+                return  # this process keeps what it computed; later ones map the file
+            except OSError as error:  # a read-only or full directory: keep them in memory only
+                stored.logger.warning("record statistics could not be stored (%s); kept in memory", error)
+        self._build_missing(range(self.n_channels))
+
+    def stored_file_exists(self):
+        """Whether this recording's statistics file is there and passes its header checks."""
+        store = self._store()
+        return store is not None and store.load(self._shapes()) is not None
+
+    def _store(self):
+        from tools_app.signal import stored
+
+        directory = stored.stats_dir() if self._identity is not None else None
+        if directory is None:
+            return None
+        geometry = {
+            "sfreq": self.sfreq, "n_times": self.n_times, "n_channels": self.n_channels,
+            "nperseg": self.nperseg, "unit": self.unit, "fields": list(FIELDS),
+            "bands": {name: list(band) for name, band in spectral.WINDOWED_BANDS.items()},
+            "segments_per_block": SEGMENTS_PER_BLOCK,
+        }
+        return stored.StatisticsFile(directory, self._identity(), geometry)
+
+    def _shapes(self):
+        n_unit_blocks = -(-self.n_units // SEGMENTS_PER_BLOCK)
+        n_blocks = -(-self.n_segments // SEGMENTS_PER_BLOCK)
+        return {
+            "units": (self.n_units, len(FIELDS)),
+            "steps": (self.n_units,),
+            "curvatures_before": (self.n_units,),
+            "curvatures_after": (self.n_units,),
+            "unit_blocks": (n_unit_blocks, len(FIELDS)),
+            "segment_bands": (self.n_segments, len(spectral.WINDOWED_BANDS)),
+            "block_psd": (n_blocks, len(self.freqs)),
+        }
+
     def build(self, picks):
-        """Fill the cache for every channel in ``picks`` that is not in it yet.
+        """Compute, in memory, every channel in ``picks`` that is not in the cache yet."""
+        with self._lock:
+            self._build_missing(picks)
+
+    def _build_missing(self, picks):
+        """Compute the channels ``picks`` that are missing (the caller holds the lock).
 
         The channels read piece by piece are built together, one stretch of time after another
         (one pass over the file), the stretches shared among the worker threads; each channel
         read whole is built by one worker thread.
         """
-        with self._lock:
-            missing = sorted(set(picks) - set(self._channels))
-            if not missing:
-                return
-            whole = [pick for pick in missing if pick in self.whole_reads]
-            streamed = [pick for pick in missing if pick not in self.whole_reads]
-            # The build threads are the parallelism: BLAS threads on top of them (OpenBLAS starts
-            # them for larger products) would only compete for the same cores.
-            local = threading.local()  # one scratch workspace per worker thread, for all its channels
-            with threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(max_workers=_WORKERS) as workers:
-                built = [workers.submit(self._build_whole, pick, local) for pick in whole]
-                if streamed:
-                    self._channels.update(self._build_streamed(streamed, workers, local))
-                self._channels.update(zip(whole, (future.result() for future in built)))
+        missing = sorted(set(picks) - set(self._channels))
+        if not missing:
+            return
+        whole = [pick for pick in missing if pick in self.whole_reads]
+        streamed = [pick for pick in missing if pick not in self.whole_reads]
+        single_threaded_blas()
+        local = threading.local()  # one scratch workspace per worker thread, for all its channels
+        with ThreadPoolExecutor(max_workers=_WORKERS) as workers:
+            built = [workers.submit(self._build_whole, pick, local) for pick in whole]
+            if streamed:
+                self._channels.update(self._build_streamed(streamed, workers, local))
+            self._channels.update(zip(whole, (future.result() for future in built)))
 
     def _saturation_ratio(self, pick, units, data=None):
         """Return the share of the channel's samples at its minimum or maximum.

@@ -1,8 +1,10 @@
 """``manage.py import_release PATH``: import a release directory in the official layout as a suite."""
 
+from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
 from benchmark.releases import ReleaseError, import_release
+from tools_app.signal import stored
 
 
 def task_list(value: str) -> list[str]:
@@ -24,6 +26,11 @@ class Command(BaseCommand):
             "--skip-missing", action="store_true",
             help="import the scenarios whose data files are present; mark the suite partial and list the rest",
         )
+        parser.add_argument(
+            "--no-precompute", action="store_true",
+            help="do not compute the long recordings' tool statistics now (the first tool call on each will); "
+            "manage.py precompute_records SUITE does it later",
+        )
 
     def handle(self, *args, **options):
         try:
@@ -36,7 +43,13 @@ class Command(BaseCommand):
         suite = result.suite
         if not result.created:
             self.stdout.write(f"Suite {suite.name} already holds this release; nothing imported.")
-            return
+        else:
+            self._report(result)
+        if not options["no_precompute"] and stored.stats_dir() is not None:
+            call_command("precompute_records", suite.name, stdout=self.stdout, stderr=self.stderr)
+
+    def _report(self, result):
+        suite = result.suite
         counts = ", ".join(f"{task} {count}" for task, count in result.counts.items())
         state = " (partial)" if suite.is_partial else ""
         self.stdout.write(f"Imported suite {suite.name}{state}, version {suite.version}: {counts}")
