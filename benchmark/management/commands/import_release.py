@@ -45,7 +45,8 @@ class Command(BaseCommand):
             self.stdout.write(f"Suite {suite.name} already holds this release; nothing imported.")
         else:
             self._report(result)
-        if not options["no_precompute"] and stored.stats_dir() is not None:
+        has_recordings = suite.instances.exclude(recording_path="").exists()
+        if not options["no_precompute"] and stored.stats_dir() is not None and has_recordings:
             call_command("precompute_records", suite.name, stdout=self.stdout, stderr=self.stderr)
 
     def _report(self, result):
