@@ -84,9 +84,9 @@ def _coloured_noise(rng, n, scale, smoothing):
     return np.convolve(white, np.ones(smoothing) / np.sqrt(smoothing), mode="valid")[:n] * scale
 
 
-def make_sleep_recording(path=SLEEP_EDF, hours=23):
+def make_sleep_recording(path=SLEEP_EDF, hours=23, seed=2024):
     """Write a night-like PSG: stages change every few minutes, with alpha, spindles and slow waves."""
-    rng = np.random.default_rng(2024)
+    rng = np.random.default_rng(seed)
     sfreq, n = 100, hours * 3600 * 100
     times = np.arange(n) / sfreq
     stage = np.repeat(rng.integers(0, 5, n // (sfreq * 300) + 1), sfreq * 300)[:n]
@@ -106,9 +106,9 @@ def make_sleep_recording(path=SLEEP_EDF, hours=23):
     _write_edf(path, headers, signals, 30)
 
 
-def make_chb_recording(path=CHB_EDF, hours=4):
+def make_chb_recording(path=CHB_EDF, hours=4, seed=2025):
     """Write a bipolar scalp EEG with two left-temporal rhythmic "seizures" per hour."""
-    rng = np.random.default_rng(2025)
+    rng = np.random.default_rng(seed)
     sfreq, n = 256, hours * 3600 * 256
     times = np.arange(n) / sfreq
     seizure = np.zeros(n)
