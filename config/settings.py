@@ -222,7 +222,21 @@ REST_FRAMEWORK = {
 # One queued task is one episode. An episode may legitimately take up to the timeout (a long
 # T6 night with hundreds of tool calls); retry must exceed it, or the broker would hand a
 # still-running episode to a second worker.
-EPISODE_TIMEOUT_SEC = env_int("EEGAB_EPISODE_TIMEOUT", 3600)
+EPISODE_TIMEOUT_SEC = env_int("EEGAB_EPISODE_TIMEOUT", 3600, minimum=1)
+# The episode loop ends an episode itself once it has run for EEGAB_EPISODE_WALL_SEC (scored
+# unanswered, as any cap), so that the worker's timeout does not kill it and have it replayed
+# from scratch. The default leaves the timeout less max(60 s, 5 %), at most half of it, for the
+# model call or tool in flight when the cap is reached (the loop checks it between turns).
+EEGAB_EPISODE_WALL_SEC = env_number(
+    "EEGAB_EPISODE_WALL_SEC",
+    EPISODE_TIMEOUT_SEC - min(max(60.0, 0.05 * EPISODE_TIMEOUT_SEC), EPISODE_TIMEOUT_SEC / 2),
+    minimum=1.0,
+)
+if EEGAB_EPISODE_WALL_SEC >= EPISODE_TIMEOUT_SEC:
+    raise ImproperlyConfigured(
+        f"EEGAB_EPISODE_WALL_SEC ({EEGAB_EPISODE_WALL_SEC:g}) must be shorter than EEGAB_EPISODE_TIMEOUT "
+        f"({EPISODE_TIMEOUT_SEC}), or the worker is killed before the episode reaches its cap."
+    )
 Q_CLUSTER = {
     "name": "eegagentbench",
     "workers": env_int("EEGAB_WORKERS", 2),

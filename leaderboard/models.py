@@ -17,7 +17,8 @@ class RunSummary(models.Model):
     ``tasks`` holds, per task code, the official summary without its per-item part
     (``official``, ``reasons``, ``primary_metric``, ``primary_score``, ``metrics``,
     ``completeness``) and the ``signature`` of the episodes it was computed from; a task whose
-    episodes no longer match their signature is re-scored (``services.refresh_run_summary``).
+    episodes no longer match their signature is re-scored: saved by the runs side
+    (``services.episodes_ended``), in memory only by a page (``services.current_summary``).
     ``items`` holds, per task code, one compact row per instance (the scorer's per-item result
     with the instance and episode ids), for the bootstrap and the per-instance analyses;
     ``tool_use`` holds, per task code, tool-call counts by tool and per completed episode.

@@ -3,10 +3,12 @@
 A *board* is named by a suite. It shows every run on that suite that has at least one completed
 episode and, on the paper's suite (``eegagentbench``), the 29 rows the paper published; a board
 whose suite comes from a synthetic release (the demo) is marked synthetic. Scores come from each
-run's ``RunSummary`` (the official scorer's summaries, kept by ``services.refresh_run_summary``);
-a summary that is missing or out of date is refreshed on the way, so what is shown always matches
-the episodes. Every function runs the same number of queries whatever the number of runs,
-episodes or steps, once the summaries are fresh.
+run's ``RunSummary`` (the official scorer's summaries, which the runs side keeps up to date through
+``services.episodes_ended``). Nothing here writes: a summary that is missing or out of date (an
+episode ended since its last refresh, or a run stored before summaries were) is re-scored in memory
+and not saved (``services.current_summary``), so what is shown always matches the episodes. Every
+function runs the same number of queries whatever the number of runs, episodes or steps, once the
+summaries are fresh.
 
 Values are JSON-ready (floats, ints, str, None) except costs, which stay ``Decimal`` on rows.
 """
@@ -32,7 +34,7 @@ from leaderboard import stats
 from leaderboard.comparability import Comparability, comparability
 from leaderboard.models import PublishedResult, RunSummary
 from leaderboard.published import CITATION, PAPER_BOARD, parse_parameters
-from leaderboard.services import item_score, refresh_run_summary, stale_tasks, task_signatures
+from leaderboard.services import current_summary, item_score, task_signatures
 from runs.agents import is_baseline
 from runs.cost import Pricing
 from runs.models import Episode, Run, Status, Step
@@ -298,18 +300,19 @@ class _BoardData:
         return bool(self.published)
 
 
+def _stored_summary(run: Run) -> RunSummary | None:
+    return getattr(run, "leaderboard_summary", None)
+
+
 def _fresh_summaries(runs: Sequence[Run]) -> list[tuple[Run, RunSummary]]:
-    """Runs with at least one completed episode, each with an up-to-date summary."""
+    """Runs with at least one completed episode, each with an up-to-date summary (unsaved when stale)."""
     signatures = task_signatures(run_ids=[run.pk for run in runs])
     fresh = []
     for run in runs:
         signature = signatures.get(run.pk, {})
         if not any(task["completed"] for task in signature.values()):
             continue
-        summary = getattr(run, "leaderboard_summary", None)
-        if summary is None or stale_tasks(summary, run, signature):
-            summary = refresh_run_summary(run, signatures=signature)
-        fresh.append((run, summary))
+        fresh.append((run, current_summary(run, stored=_stored_summary(run), signatures=signature)))
     return fresh
 
 
@@ -858,7 +861,7 @@ def run_task_rows(run: Run) -> list[dict[str, Any]]:
     ``completeness`` (``expected``, ``completed``, ``missing``, ``extra``, ``noncompleted``).
     A task of the run with no episode finished yet is scored as all answers missing.
     """
-    return _task_rows(refresh_run_summary(run))
+    return _task_rows(current_summary(run, stored=RunSummary.objects.filter(run=run).first()))
 
 
 @dataclass
@@ -873,12 +876,16 @@ class RunDetail:
 
 
 def run_detail(*, run_id: int) -> RunDetail:
-    """One run with its up-to-date summary and all its episodes, in four queries.
+    """One run with its up-to-date summary and all its episodes, in three queries when the summary is fresh.
 
     Raises ``Run.DoesNotExist``.
     """
-    run = Run.objects.select_related("model", "suite__release").defer(*Release.unread("suite__release")).get(pk=run_id)
-    summary = refresh_run_summary(run)
+    run = (
+        Run.objects.select_related("model", "suite__release", "leaderboard_summary")
+        .defer(*Release.unread("suite__release"))
+        .get(pk=run_id)
+    )
+    summary = current_summary(run, stored=_stored_summary(run))
     episodes = [
         EpisodeRow(
             id=values[0], record_id=values[1], task=values[2], status=values[3], ended_by=values[4],

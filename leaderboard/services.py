@@ -1,21 +1,27 @@
 """Leaderboard writes: scoring a run into its summary, and loading the paper's published rows.
 
-``refresh_run_summary(run)`` is what the runs side calls when episodes finish (pages also call it
-for a summary that is missing or out of date, so a forgotten call costs one re-score, never a wrong
-number). It re-scores only the tasks whose episodes changed since the last summary, each from
-compact rows fetched once (two queries per task set, one more for tool calls), with the official
-scorer, and recomputes Overall and its bootstrap interval.
+Summaries are written by the runs side only, never by a page: ``episodes_ended(run_id=...)`` is
+called wherever episodes end or change (the queue task, ``run_sync``, the environment API, cancel,
+resume, rescore, import). It coalesces: while a run plays, at most one refresh per
+``SUMMARY_REFRESH_SEC``, and always one once the run has finished, so a finished run's summary is
+never left stale. ``refresh_run_summary(run)`` re-scores only the tasks whose episodes changed
+since the last summary, each from compact rows fetched once (two queries per task set, one more
+for tool calls), with the official scorer, and recomputes Overall and its bootstrap interval.
+Pages read summaries through ``current_summary``, which re-scores a stale one in memory and
+saves nothing.
 """
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from django.db import transaction
 from django.db.models import Count, Max, Q, Sum
+from django.utils import timezone
 from django.utils.text import slugify
 
 from benchmark.models import Instance, ModelSpec
@@ -38,6 +44,8 @@ ITEM_KEYS: dict[str, tuple[str, ...]] = {
 SUMMARY_KEYS = ("official", "reasons", "primary_metric", "primary_score", "completeness", "metrics")
 EMPTY_SIGNATURE = {"episodes": 0, "completed": 0, "failed": 0, "attempts": 0, "last_finished": None}
 EPOCH_SEC = 30
+# While a run plays, its summary is re-scored at most once per this many seconds (``episodes_ended``).
+SUMMARY_REFRESH_SEC = 10.0
 
 
 # ── run summaries ───────────────────────────────────────────────────────────────────────────
@@ -218,15 +226,17 @@ def _score_tasks(run: Run, codes: list[str]) -> dict[str, tuple[dict, list[dict]
     return scored
 
 
-def refresh_run_summary(
-    run: Run, *, signatures: Mapping[str, Mapping] | None = None, force: bool = False
+def current_summary(
+    run: Run, *, stored: RunSummary | None, signatures: Mapping[str, Mapping] | None = None, force: bool = False
 ) -> RunSummary:
-    """Bring the leaderboard summary of ``run`` up to date, re-scoring only the tasks that changed.
+    """The summary of ``run`` as its episodes stand now, without writing anything.
 
     Parameters
     ----------
     run : Run
         The run to summarise.
+    stored : RunSummary or None
+        The run's stored summary, None when it has none.
     signatures : mapping, optional
         The run's entry of ``task_signatures``, when the caller already has it.
     force : bool
@@ -235,39 +245,84 @@ def refresh_run_summary(
     Returns
     -------
     RunSummary
-        Saved. Overall (the mean of the six primary scores) and its 95% bootstrap interval over
-        instances are set only when all six tasks are scored; ``overall_official`` only when all
-        six summaries are official.
+        ``stored`` itself when it is up to date; otherwise a new, unsaved summary in which the
+        tasks whose episodes changed are re-scored and the others kept from ``stored``. Overall
+        (the mean of the six primary scores) and its 95% bootstrap interval over instances are
+        set only when all six tasks are scored; ``overall_official`` only when all six summaries
+        are official.
     """
     if signatures is None:
         signatures = task_signatures(run_ids=[run.pk]).get(run.pk, {})
-    stored = RunSummary.objects.filter(run=run).first()
-    summary = stored or RunSummary(run=run)
     codes = run_task_codes(run)
     changed = codes if force or stored is None else stale_tasks(stored, run, signatures)
     if stored is not None and not changed and set(stored.tasks) <= set(codes):
         return stored
 
-    kept = [code for code in codes if code not in changed]
-    tasks = {code: summary.tasks[code] for code in kept if code in summary.tasks}
-    items = {code: summary.items[code] for code in kept if code in summary.items}
-    tool_use = {code: summary.tool_use[code] for code in kept if code in summary.tool_use}
+    kept = [code for code in codes if code not in changed and stored is not None and code in stored.tasks]
+    tasks = {code: stored.tasks[code] for code in kept}
+    items = {code: stored.items[code] for code in kept if code in stored.items}
+    tool_use = {code: stored.tool_use[code] for code in kept if code in stored.tool_use}
     for code, (light, rows, tools) in _score_tasks(run, changed).items():
         tasks[code] = {**light, "signature": dict(signatures.get(code, EMPTY_SIGNATURE))}
         items[code] = rows
         tool_use[code] = tools
 
-    summary.tasks, summary.items, summary.tool_use = tasks, items, tool_use
-    summary.overall = summary.overall_ci_low = summary.overall_ci_high = None
-    summary.overall_official = False
+    summary = RunSummary(run=run, tasks=tasks, items=items, tool_use=tool_use)
     if sorted(tasks) == list(TASK_IDS):
         summary.overall = sum(float(tasks[code]["primary_score"]) for code in TASK_IDS) / len(TASK_IDS)
         summary.overall_official = overall(tasks) is not None
         summary.overall_ci_low, summary.overall_ci_high = stats.bootstrap_overall(
             [task_sample(code, items[code]) for code in TASK_IDS]
         )
-    summary.save()
     return summary
+
+
+def refresh_run_summary(run: Run, *, force: bool = False) -> RunSummary:
+    """Bring the stored summary of ``run`` up to date, re-scoring only the tasks that changed.
+
+    The scoring happens outside any transaction of this function, so the database's write lock
+    is held only to save. The run's row is locked for the save, and the summary is saved only if
+    the episodes it was scored from are still as they are: of two workers refreshing one run at
+    once, an older result never replaces a newer one. When episodes changed during the scoring,
+    nothing is saved (the call that follows their end refreshes again) and the unsaved summary
+    is returned. ``force`` re-scores every task (after a change of the scorer).
+    """
+    stored = RunSummary.objects.filter(run=run).first()
+    summary = current_summary(run, stored=stored, force=force)
+    if summary is stored:
+        return stored
+    with transaction.atomic():
+        if not Run.objects.select_for_update().filter(pk=run.pk).values_list("pk", flat=True):
+            return summary  # the run was deleted meanwhile
+        now = task_signatures(run_ids=[run.pk]).get(run.pk, {})
+        if all(task["signature"] == now.get(code, EMPTY_SIGNATURE) for code, task in summary.tasks.items()):
+            summary.save()
+    return summary
+
+
+def episodes_ended(*, run_id: int) -> RunSummary | None:
+    """Refresh the summary of a run some of whose episodes ended or changed: what the runs side calls.
+
+    Coalesced. While the run plays (no ``finished_at``), the refresh is claimed atomically, and
+    only by the first call since the summary was computed more than ``SUMMARY_REFRESH_SEC`` ago:
+    many episodes ending at once cost one re-score, not one each. Once the run has finished,
+    every call refreshes (a cheap no-op when the summary is up to date), so the call that follows
+    the last episode's end always leaves the summary matching the episodes. Between refreshes,
+    pages compute a stale summary in memory (``current_summary``).
+
+    Returns the summary, or None when the run is gone or the refresh was left to a later call.
+    """
+    run = Run.objects.filter(pk=run_id).first()
+    if run is None:
+        return None
+    if run.finished_at is None:
+        now = timezone.now()
+        claimed = RunSummary.objects.filter(
+            run_id=run_id, computed_at__lt=now - timedelta(seconds=SUMMARY_REFRESH_SEC)
+        ).update(computed_at=now)
+        if not claimed and RunSummary.objects.filter(run_id=run_id).exists():
+            return None
+    return refresh_run_summary(run)
 
 
 # ── the paper's published rows ──────────────────────────────────────────────────────────────

@@ -14,8 +14,10 @@ engine of ``runs.loop``, one request per turn:
 - A turn is claimed by moving ``Episode.n_turns`` on by one while it still has the value read,
   so two actions sent at once on one episode cannot both be played; each action also renews
   the episode's lease (``heartbeat_at``). Different episodes of a run run concurrently.
-- An episode that ends is scored with the official scorer; the run ends (``finish_run``) and
-  its leaderboard summary is refreshed once none of its episodes is pending or running.
+- An episode that ends is scored with the official scorer; the run ends (``finish_run``) once
+  none of its episodes is pending or running, and its leaderboard summary is refreshed
+  (``leaderboard.services.episodes_ended``: at most every few seconds while the run plays, and
+  always once it has ended).
 """
 from __future__ import annotations
 
@@ -385,9 +387,8 @@ def end_idle_episodes(*, run_id: int | None = None, now=None) -> int:
 
 
 def _finish_run_if_done(run_id: int) -> None:
-    from leaderboard.services import refresh_run_summary
+    from leaderboard.services import episodes_ended
     from runs.execution import finish_run
 
-    run = finish_run(run_id=run_id)
-    if run.finished_at is not None:
-        refresh_run_summary(run)
+    finish_run(run_id=run_id)
+    episodes_ended(run_id=run_id)

@@ -15,8 +15,10 @@ Execution model
   a stale episode (the broker redelivers unacknowledged tasks after ``Q_CLUSTER["retry"]``)
   discards the dead attempt and plays the episode again, up to
   ``EEGAB_MAX_EPISODE_ATTEMPTS`` attempts; so does every task of the same run when it ends,
-  and ``resume_run`` does the same for every stale, failed or cancelled episode of a run. A
-  retried attempt replaces the earlier one (its steps are deleted,
+  and, every minute, the sweep of ``runs.sweep`` for every run the queue plays; an attempt
+  that had lived until its wall-clock cap ends as the cap ends it instead
+  (``recover_stale_episode``). ``resume_run`` resets every stale, failed or cancelled
+  episode of a run. A retried attempt replaces the earlier one (its steps are deleted,
   ``runs.services.reset_episode_for_retry``); it is never appended. A worker that was only
   stalled, not killed, writes nothing once it wakes: every step and counter it stores is
   conditional on the episode still running as its attempt (``runs.statements``), and the
@@ -26,6 +28,9 @@ Execution model
 - A run moves pending → running when its first episode is claimed (the loop), and ends
   (``finish_run``) once no episode is pending or running: cancelled if it was cancelled,
   failed if an episode failed, otherwise completed.
+- The run's leaderboard summary is refreshed here, never by a page: after each episode a task
+  plays, after each episode of ``run_sync`` and once it ends, and after a cancel, a resume or a
+  rescore (``leaderboard.services.episodes_ended``, which coalesces them).
 
 Rate limits: ``Run.limits["requests_per_minute"]`` and ``["tokens_per_minute"]`` hold each
 model call back until the run's last 60 seconds of calls (its stored steps, plus the calls in
@@ -58,9 +63,10 @@ from django.utils import timezone
 from benchmark.models import ModelSpec
 from benchmark.scoring import TASK_IDS, score_task
 from benchmark.scoring import overall as official_overall
+from leaderboard.services import episodes_ended, refresh_run_summary
 from runs import openai_http
 from runs.agents import BASELINES, build_agent, is_baseline
-from runs.loop import load_episode, run_episode, score_prediction, scoring_item
+from runs.loop import end_at_cap, load_episode, run_episode, score_prediction, scoring_item
 from runs.models import TOKEN_FIELDS, Episode, Run, Status, Step
 from runs.services import reset_episode_for_retry
 
@@ -155,13 +161,20 @@ def stale_episodes(episodes=None):
 def recover_stale_episode(*, episode_id: int) -> bool:
     """Make a stale episode pending again as its next attempt; True when it was stale.
 
-    After ``max_attempts()`` attempts the episode fails instead (an infrastructure failure
-    that ``resume_run`` can still retry), so a recording that kills its worker every time
-    cannot keep a run alive forever.
+    An attempt that lived until one of its caps (its worker was killed by the queue's timeout
+    in a model call that outlasted the wall-clock cap) ends as that cap ends it instead,
+    scored unanswered (``runs.loop.end_at_cap``). After ``max_attempts()`` attempts the
+    episode fails (an infrastructure failure that ``resume_run`` can still retry), so a
+    recording that kills its worker every time cannot keep a run alive forever. The episode's
+    row is locked first, so that of two callers at once only one recovers it.
     """
     episode = Episode.objects.select_for_update().filter(pk=episode_id).first()
     if episode is None or not stale_episodes().filter(pk=episode_id).exists():
         return False
+    if episode.started_at is not None:
+        lived = ((episode.heartbeat_at or episode.started_at) - episode.started_at).total_seconds()
+        if end_at_cap(load_episode(episode_id), lived_sec=lived):
+            return True
     if episode.attempt >= max_attempts():
         Episode.objects.filter(pk=episode_id).update(
             status=Status.FAILED,
@@ -379,10 +392,10 @@ def execute_episode(*, episode_id: int) -> str:
     """The body of an episode's queue task: play it, then look after its run.
 
     Afterwards the run's stale episodes (their workers died) are made pending again, as many
-    pending episodes as the run's concurrency allows are sent to the queue, and the run is
-    finished if nothing is left. Returns the episode's status ("missing" when it no longer
-    exists). An unexpected error of the loop (a platform bug) propagates, so that the queue
-    records it.
+    pending episodes as the run's concurrency allows are sent to the queue, the run is
+    finished if nothing is left, and its leaderboard summary is refreshed. Returns the
+    episode's status ("missing" when it no longer exists). An unexpected error of the loop (a
+    platform bug) propagates, so that the queue records it.
     """
     found = Episode.objects.filter(pk=episode_id).values_list("run_id", "run__model__provider_model").first()
     if found is None:
@@ -396,6 +409,7 @@ def execute_episode(*, episode_id: int) -> str:
             recover_stale_episode(episode_id=stale_id)
         release_episodes(run_id=run_id)
         finish_run(run_id=run_id)
+        episodes_ended(run_id=run_id)
     return episode.status if episode is not None else "missing"
 
 
@@ -454,6 +468,7 @@ def run_sync(
     concurrency limit); the built-in baselines, which compute rather than wait, one after
     another. ``on_episode(episode, error)`` is called as each episode ends; an error of the
     loop (a platform bug) is passed to it rather than raised, and the other episodes go on.
+    The run's leaderboard summary is refreshed as episodes end and once the run is finished.
     """
     run = Run.objects.select_related("model").get(pk=run_id)
     settle_process(model=run.model.provider_model)
@@ -468,6 +483,7 @@ def run_sync(
                 episode, error = play_episode(episode_id=episode_id), None
             except Exception as exc:
                 episode, error = Episode.objects.filter(pk=episode_id).first(), exc
+            episodes_ended(run_id=run_id)
             on_episode(episode, error)
     else:
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"run-{run_id}") as pool:
@@ -475,8 +491,11 @@ def run_sync(
             for future in as_completed(futures):
                 error = future.exception()
                 episode = future.result() if error is None else Episode.objects.filter(pk=futures[future]).first()
+                episodes_ended(run_id=run_id)
                 on_episode(episode, error)
-    return finish_run(run_id=run_id)
+    run = finish_run(run_id=run_id)
+    episodes_ended(run_id=run_id)
+    return run
 
 
 # ── a run's life cycle ───────────────────────────────────────────────────────────────────────
@@ -513,6 +532,7 @@ def cancel_run(*, run_id: int) -> Run:
     run.episodes.filter(Q(status=Status.PENDING) | Q(pk__in=stale)).update(
         status=Status.CANCELLED, ended_by=Episode.EndedBy.CANCELLED, finished_at=timezone.now()
     )
+    transaction.on_commit(lambda: episodes_ended(run_id=run_id))
     return finish_run(run_id=run_id)
 
 
@@ -545,6 +565,7 @@ def resume_run(*, run_id: int) -> Resumed:
         reset_episode_for_retry(episode=episode)
         reset += 1
     run.episodes.filter(status=Status.PENDING).update(queued_at=None)
+    transaction.on_commit(lambda: episodes_ended(run_id=run_id))
     progress = run.progress()
     if progress[Status.PENDING] or progress[Status.RUNNING]:
         run.status = Status.RUNNING if run.started_at else Status.PENDING
@@ -557,13 +578,17 @@ def resume_run(*, run_id: int) -> Resumed:
 
 @transaction.atomic
 def rescore_run(*, run_id: int) -> int:
-    """Score every completed episode's stored prediction again (no model is called); return how many."""
+    """Score every completed episode's stored prediction again (no model is called); return how many.
+
+    The run's leaderboard summary is re-scored in full once the transaction commits.
+    """
     episodes = list(
         Episode.objects.filter(run_id=run_id, status=Status.COMPLETED).select_related("instance__task")
     )
     for episode in episodes:
         episode.scores = score_prediction(episode.instance, episode.prediction)
     Episode.objects.bulk_update(episodes, ["scores"], batch_size=500)
+    transaction.on_commit(lambda: refresh_run_summary(Run.objects.get(pk=run_id), force=True))
     return len(episodes)
 
 

@@ -14,7 +14,9 @@
    else as an empty answer). An empty native final answer gets up to two nudges of its own.
 4. The episode ends at the final answer, at 1,000 turns, at an optional wall-clock, token
    or cost cap, when its run is cancelled, or when the provider fails after all retries
-   (an infrastructure failure: status failed, not scored, re-runnable).
+   (an infrastructure failure: status failed, not scored, re-runnable). An episode played
+   here (``run_episode``) always has a wall-clock cap, ``EEGAB_EPISODE_WALL_SEC``, shorter
+   than the queue worker's timeout, which would otherwise kill it (``played_limits``).
 5. A completed episode is scored at once with the official scorer, on this one item.
 
 The step record is the episode: ``step_messages`` turns each step into the messages it
@@ -45,6 +47,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.utils import timezone
 
 from benchmark.models import Release
@@ -73,7 +76,8 @@ class EpisodeLimits:
 
     ``Run.limits`` may lower ``max_turns`` and ``max_tool_calls`` (never raise them above the
     task's) and set per-episode caps ``max_wall_time_sec``, ``max_total_tokens`` (prompt plus
-    completion) and ``max_cost_usd``.
+    completion) and ``max_cost_usd``. ``wall_time_cap_sec`` bounds the run's wall-clock cap
+    (it lowers a larger one and sets one where the run has none).
     """
 
     max_turns: int = 1000
@@ -83,15 +87,18 @@ class EpisodeLimits:
     max_cost_usd: Decimal | None = None
 
     @classmethod
-    def for_episode(cls, task, run_limits: dict | None) -> EpisodeLimits:
+    def for_episode(
+        cls, task, run_limits: dict | None, *, wall_time_cap_sec: float | None = None
+    ) -> EpisodeLimits:
         run_limits = run_limits or {}
         cost_cap = run_limits.get("max_cost_usd")
+        wall_caps = [cap for cap in (run_limits.get("max_wall_time_sec"), wall_time_cap_sec) if cap is not None]
         return cls(
             max_turns=min(task.max_turns, int(run_limits.get("max_turns", task.max_turns))),
             max_tool_calls=min(
                 task.max_tool_calls, int(run_limits.get("max_tool_calls", task.max_tool_calls))
             ),
-            max_wall_time_sec=run_limits.get("max_wall_time_sec"),
+            max_wall_time_sec=min(wall_caps) if wall_caps else None,
             max_total_tokens=run_limits.get("max_total_tokens"),
             max_cost_usd=None if cost_cap is None else Decimal(str(cost_cap)),
         )
@@ -105,6 +112,24 @@ class EpisodeLimits:
         if self.max_cost_usd is not None and cost_usd is not None and cost_usd >= self.max_cost_usd:
             return f"cost cap of ${self.max_cost_usd} reached (${cost_usd} spent)"
         return ""
+
+
+def wall_time_cap_sec() -> float:
+    """The wall-clock cap of every episode played here (``EEGAB_EPISODE_WALL_SEC``), in seconds.
+
+    It is shorter than the queue worker's timeout (``EEGAB_EPISODE_TIMEOUT``), so that the loop
+    ends a long episode itself rather than the worker being killed in the middle of it.
+    """
+    return float(settings.EEGAB_EPISODE_WALL_SEC)
+
+
+def played_limits(episode: Episode) -> EpisodeLimits:
+    """The limits of an episode played here: its task's and its run's, within ``wall_time_cap_sec()``.
+
+    An episode driven by an external agent (``runs.environment``) has no worker to be killed and
+    keeps its run's limits only.
+    """
+    return EpisodeLimits.for_episode(episode.instance.task, episode.run.limits, wall_time_cap_sec=wall_time_cap_sec())
 
 
 @dataclass(frozen=True)
@@ -296,6 +321,7 @@ class _EpisodeLoop:
         tool_specs: list[dict],
         wording: Wording,
         n_steps: int | None = None,
+        limits: EpisodeLimits | None = None,
     ):
         self.episode = episode
         self.wording = wording
@@ -304,7 +330,7 @@ class _EpisodeLoop:
         self.agent = agent
         self.native = agent.protocol == "native"
         self.tool_runner = tool_runner
-        self.limits = EpisodeLimits.for_episode(self.instance.task, episode.run.limits)
+        self.limits = EpisodeLimits.for_episode(self.instance.task, episode.run.limits) if limits is None else limits
         self.allowed = set(allowed_tool_names(self.instance))
         self.tools = native_tools(self.instance, tool_specs, wording) if self.native else None
         self.opening = messages
@@ -647,6 +673,36 @@ def _finish(loop: _EpisodeLoop | None, episode: Episode, outcome: Outcome) -> bo
     return stored
 
 
+def end_at_cap(episode: Episode, *, lived_sec: float) -> bool:
+    """End a running attempt whose worker was lost after ``lived_sec`` seconds, if it had reached a cap.
+
+    The loop checks its caps between turns, so a model call or a tool still under way at the
+    wall-clock cap can outlast the queue worker's timeout, which kills the worker. Such an
+    attempt had reached its cap: it ends as the cap ends one, scored unanswered with the
+    counters its last turn stored, rather than being played again from the start to the same
+    end. Returns whether it was ended: not when it had reached no cap, nor when it no longer
+    runs as its attempt.
+    """
+    cap = played_limits(episode).cap_reached(
+        elapsed_sec=lived_sec,
+        total_tokens=episode.prompt_tokens + episode.completion_tokens,
+        cost_usd=episode.cost_usd,
+    )
+    if not cap:
+        return False
+    step = Step(
+        episode_id=episode.pk,
+        index=episode.steps.count(),
+        kind=Kind.ERROR,
+        error=f"stopped: {cap}; its worker was lost in a model call or a tool that outlasted the cap",
+    )
+    try:
+        statements.insert_step(step, attempt=episode.attempt)
+    except statements.EpisodeLost:
+        return False
+    return _finish(None, episode, Outcome(Status.COMPLETED, EndedBy.COST_CAP, prediction={}, error_message=cap))
+
+
 def run_episode(
     *,
     episode_id: int,
@@ -716,6 +772,7 @@ def run_episode(
             tool_specs=specs,
             wording=wording,
             n_steps=0,  # a claimed attempt starts with no steps: a retry deletes the earlier attempt's
+            limits=played_limits(episode),
         )
         stored = _finish(loop, episode, loop.play())
     except statements.EpisodeLost:

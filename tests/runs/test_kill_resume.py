@@ -14,6 +14,7 @@ from runs import execution
 from runs.models import Episode, Run, Status, Step
 from runs.services import create_run
 from tests.runs import worker
+from tests.runs.worker import wait_until
 from tests.runs.demo_suite import import_demo
 from tests.runs.episode_server import EpisodeLLM
 
@@ -31,16 +32,6 @@ def shared_database(tmp_path, django_db_setup, django_db_blocker, settings):
     settings.EEGAB_EPISODE_LEASE_SEC = LEASE_SEC
     with django_db_blocker.unblock(), worker.file_database(tmp_path / "db.sqlite3") as path:
         yield path
-
-
-def wait_until(condition, *, timeout, what):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
 
 
 def start_cluster(database, tmp_path, name):

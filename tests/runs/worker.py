@@ -87,6 +87,19 @@ def qcluster(database: Path, *, workers: int, log: Path, **options):
         stop(process)
 
 
+def wait_until(condition, *, timeout: float, what: str, interval: float = 0.05):
+    """Poll ``condition`` until it returns something truthy, and return that; fail after ``timeout`` seconds."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
 @contextmanager
 def file_database(path: Path):
     """Point Django's default connection at a new, migrated SQLite file for the block.

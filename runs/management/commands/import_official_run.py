@@ -5,6 +5,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 from benchmark.models import ModelSpec, Suite
+from leaderboard.services import refresh_run_summary
 from runs.interchange import InterchangeError, import_official_run
 from runs.execution import new_model_spec
 from runs.management.console import report
@@ -37,5 +38,6 @@ class Command(BaseCommand):
                 run = import_official_run(path=path, suite=suite, model=model, name=options["run_name"])
         except (InterchangeError, ValueError) as exc:
             raise CommandError(str(exc)) from None
+        refresh_run_summary(run)  # scored for the leaderboard now, which pages only read
         self.stderr.write(f"Imported {run.episodes.count()} result(s) from {path} as run {run.pk}.")
         report(self, run, as_json=options["json"])

@@ -1,0 +1,64 @@
+"""The queue's sweep: episodes whose worker was lost are taken up, and their runs finished, without ``resume_run``.
+
+A worker killed in the middle of an episode (by the queue's timeout, in a model call that
+outlasted the episode's wall-clock cap, or with its machine) leaves the episode running under
+a lease nobody renews. The other tasks of its run take it up when they end
+(``runs.execution.execute_episode``), but when it was the run's last task nothing else would.
+``sweep_runs`` runs every minute as a django-q2 schedule (``runs`` migration 0007) on any
+running ``qcluster``.
+"""
+from __future__ import annotations
+
+import logging
+
+from django.db.models import Exists, OuterRef
+
+from leaderboard.services import episodes_ended
+from runs.execution import FINISHED, finish_run, recover_stale_episode, release_episodes, stale_episodes
+from runs.models import Episode, Run, Status
+
+logger = logging.getLogger(__name__)
+
+SWEEP_FUNCTION = "runs.sweep.sweep_runs"
+UNFINISHED = (Status.PENDING, Status.RUNNING)
+
+
+def sweep_runs() -> dict[str, int]:
+    """Recover the queue's stale episodes, send their runs' next tasks, and finish runs with nothing left.
+
+    - Every stale episode whose queue task was sent (``queued_at``), in every run played here,
+      is recovered (``runs.execution.recover_stale_episode``): played again as its next
+      attempt, ended at its cap when it had lived until it, or failed after the last attempt.
+      An episode played in a process of its own (``run_sync``, no task) is left to ``resume_run``.
+    - Those runs' pending episodes are sent to the queue, within each run's concurrency.
+    - A run played here that is still pending or running with no episode pending or running
+      is finished (``runs.execution.finish_run``).
+    - The leaderboard summary of every run changed is refreshed (``leaderboard.services.episodes_ended``).
+
+    Each step claims its work atomically (the episode's or the run's row is locked and checked
+    again), so two sweeps at once, or a sweep and a task, never recover an episode twice or
+    send a second task for it, and a second sweep finds nothing left to do. Returns how many
+    episodes were recovered, released and runs finished: the queue keeps it as the task's result.
+    """
+    sent = Episode.objects.filter(run__source=Run.Source.RUN, queued_at__isnull=False)
+    recovered_runs: set[int] = set()
+    recovered = 0
+    for episode_id, run_id in stale_episodes(sent).values_list("id", "run_id"):
+        if recover_stale_episode(episode_id=episode_id):
+            recovered += 1
+            recovered_runs.add(run_id)
+    released = sum(len(release_episodes(run_id=run_id)) for run_id in sorted(recovered_runs))
+    unfinished = Episode.objects.filter(run=OuterRef("pk"), status__in=UNFINISHED)
+    idle = (
+        Run.objects.filter(source=Run.Source.RUN, status__in=UNFINISHED, episodes__isnull=False)
+        .exclude(Exists(unfinished))
+        .values_list("id", flat=True)
+        .distinct()
+    )
+    finished_runs = {run_id for run_id in list(idle) if finish_run(run_id=run_id).status in FINISHED}
+    for run_id in sorted(recovered_runs | finished_runs):
+        episodes_ended(run_id=run_id)
+    finished = len(finished_runs)
+    if recovered or finished:
+        logger.info("sweep: %d stale episode(s) recovered, %d released, %d run(s) finished", recovered, released, finished)
+    return {"recovered": recovered, "released": released, "finished": finished}
