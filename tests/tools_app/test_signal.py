@@ -350,7 +350,7 @@ def test_streamed_correlation_equals_numpy_corrcoef(long_source):
     assert not constant.any()
 
 
-@pytest.mark.parametrize(("window", "step"), [(3000, 3000), (1500, 500), (6000, 3000)])
+@pytest.mark.parametrize(("window", "step"), [(3000, 3000), (1500, 500), (6000, 3000), (30_000, 30_000), (30_000, 10_100), (12_800, 6_400)])
 def test_cached_windows_equal_the_direct_windows(long_source, window, step):
     source, data = long_source
     features = windowed.FEATURES
@@ -455,3 +455,20 @@ def test_pooling_rows_gives_the_moments_of_the_union():
     column = segments.COLUMN
     for name in ("n", "mean", "m2", "m3", "m4", "low", "high"):
         assert pooled[column[name]] == pytest.approx(whole[column[name]], rel=1e-12, abs=1e-9), name
+
+
+@pytest.mark.parametrize("n_units", [1, 63, 64, 65, 128, 300, 1000])
+def test_window_pools_by_blocks_equal_the_pool_of_their_units(long_source, n_units):
+    source, data = long_source
+    source.segments.build([0, 2])
+    channel = source.segments.channel(2)  # with a flat stretch, so its minimum and flat steps matter
+    n_whole = len(channel.units) - 1  # the last unit is a partial one
+    first_units = np.unique(np.r_[0, 1, 63, 64, 65, 127, np.arange(0, n_whole - n_units, 37), n_whole - n_units])
+    pooled = channel.window_pools(first_units, n_units)
+    index = first_units[:, np.newaxis] + np.arange(n_units)
+    one_by_one = segments.pool(np.concatenate([channel.units[index], channel.boundaries(index[:, :-1])], axis=1))
+    assert n_units < 2 * segments.SEGMENTS_PER_BLOCK or len(np.unique(first_units % segments.SEGMENTS_PER_BLOCK)) > 10
+    for column, name in enumerate(segments.FIELDS):  # moments near zero differ by rounding of the order of their scale
+        scale = np.abs(one_by_one[:, column][np.isfinite(one_by_one[:, column])]).max()
+        np.testing.assert_allclose(pooled[:, column], one_by_one[:, column], rtol=1e-11, atol=1e-12 * scale, err_msg=name)
+    np.testing.assert_array_equal(pooled[:, segments.COLUMN["n"]], n_units * source.segments.unit)

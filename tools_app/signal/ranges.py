@@ -298,7 +298,7 @@ class SignalSource:
         def channel(pick):
             values = {}
             if wanted & set(windowed.TIME_FEATURES):
-                rows = segments.pool(self.segments.window_rows(pick, first_units, n_units))
+                rows = self.segments.window_pools(pick, first_units, n_units)
                 values.update(_window_time_features(rows, wanted, duration))
                 if "zero_crossing_rate_hz" in wanted:
                     values["zero_crossing_rate_hz"] = self._window_crossings(
@@ -316,10 +316,23 @@ class SignalSource:
         counts, done = [], 0
         for local in _window_batches(starts, window_samples):
             data = self.read([pick], start + local[0], start + local[-1] + window_samples)[0]
-            views = np.lib.stride_tricks.sliding_window_view(data, window_samples)[local - local[0]]
-            counts.append(temporal.zero_crossing_count(views, means[done : done + len(local)]))
+            counts.append(temporal.zero_crossing_count(_windows_of(data, local - local[0], window_samples),
+                                                       means[done : done + len(local)]))  # fmt: skip
             done += len(local)
         return np.concatenate(counts).astype(np.float64)
+
+
+def _windows_of(data, offsets, window_samples):
+    """The windows of ``data`` starting at ``offsets``, shape (len(offsets), window_samples).
+
+    Evenly spaced windows (every hop the same, as the tools make them) are a strided view of
+    ``data``; others are gathered into a copy.
+    """
+    windows = np.lib.stride_tricks.sliding_window_view(data, window_samples)
+    hops = np.diff(offsets)
+    if len(offsets) == 1 or (hops[0] > 0 and np.all(hops == hops[0])):
+        return windows[offsets[0] :: hops[0] if len(offsets) > 1 else 1][: len(offsets)]
+    return windows[offsets]
 
 
 def _window_batches(starts, window_samples):

@@ -270,6 +270,54 @@ class ChannelSegments:
             after_in &= ends + 1 < stop
         return boundary_rows(steps, self.curvatures_before[index], after, step_in=step_in, after_in=after_in)
 
+    def window_pools(self, first_units, n_units):
+        """Return the statistics of windows of ``n_units`` units starting at ``first_units``.
+
+        A window's rows are its whole blocks (:attr:`unit_blocks`) and the units before and
+        after them, with the differences straddling their inner boundaries, as :meth:`rows`
+        takes a range; a window that holds no whole block takes its units one by one. Windows
+        are pooled in groups of the same layout (units before the first block, blocks), so that
+        each group is one array operation, with no padding.
+
+        Parameters
+        ----------
+        first_units : ndarray of int, shape (n_windows,)
+            First unit of each window.
+        n_units : int
+            Units per window (≥ 1); windows must lie inside the recording.
+
+        Returns
+        -------
+        pooled : ndarray, shape (n_windows, len(FIELDS))
+        """
+        first_units = np.asarray(first_units, dtype=np.int64)
+        pooled = np.empty((len(first_units), len(FIELDS)))
+        first_block = -(-first_units // SEGMENTS_PER_BLOCK)
+        n_blocks = (first_units + n_units) // SEGMENTS_PER_BLOCK - first_block
+        unblocked = np.flatnonzero(n_blocks <= 0)
+        if len(unblocked):
+            index = first_units[unblocked, np.newaxis] + np.arange(n_units)
+            pooled[unblocked] = pool(np.concatenate([self.units[index], self.boundaries(index[:, :-1])], axis=1))
+        head = first_block * SEGMENTS_PER_BLOCK - first_units
+        blocked = np.flatnonzero(n_blocks > 0)
+        layouts = head[blocked] * (n_units + 1) + n_blocks[blocked]
+        for layout in np.unique(layouts):
+            windows = blocked[layouts == layout]
+            n_head, n_block = divmod(int(layout), n_units + 1)
+            n_tail = n_units - n_head - n_block * SEGMENTS_PER_BLOCK
+            heads = first_units[windows, np.newaxis] + np.arange(n_head)
+            blocks = first_block[windows, np.newaxis] + np.arange(n_block)
+            tails = (blocks[:, -1:] + 1) * SEGMENTS_PER_BLOCK + np.arange(n_tail)
+            # Every inner boundary: after each unit before the blocks, each block but a last one that
+            # ends the window, and each unit after the blocks but the window's last.
+            block_ends = (blocks if n_tail else blocks[:, :-1]) * SEGMENTS_PER_BLOCK + SEGMENTS_PER_BLOCK - 1
+            pooled[windows] = pool(np.concatenate([
+                self.units[heads], self.boundaries(heads),
+                self.unit_blocks[blocks], self.boundaries(block_ends),
+                self.units[tails], self.boundaries(tails[:, :-1]),
+            ], axis=1))  # fmt: skip
+        return pooled
+
     def rows(self, first, last, stop):
         """Return rows pooling units ``[first, last)`` and their boundaries that end before ``stop``."""
         first_block, last_block = -(-first // SEGMENTS_PER_BLOCK), last // SEGMENTS_PER_BLOCK
@@ -636,25 +684,14 @@ class RecordSegments:
             parts.append(rows_of(self.read([pick], tail_start, stop)[0])[np.newaxis])
         return np.concatenate(parts, axis=0)
 
-    def window_rows(self, pick, first_units, n_units):
-        """Return the rows of unit-aligned windows, ready for :func:`pool`.
-
-        Parameters
-        ----------
-        pick : int
-            Channel index.
-        first_units : ndarray of int, shape (n_windows,)
-            First unit of each window.
-        n_units : int
-            Units per window (≥ 1); windows must lie inside the recording.
+    def window_pools(self, pick, first_units, n_units):
+        """Return the statistics of unit-aligned windows of a channel (:meth:`ChannelSegments.window_pools`).
 
         Returns
         -------
-        rows : ndarray, shape (n_windows, 3 * n_units - 2, len(FIELDS))
+        pooled : ndarray, shape (n_windows, len(FIELDS))
         """
-        cached = self.channel(pick)
-        index = first_units[:, np.newaxis] + np.arange(n_units)
-        return np.concatenate([cached.units[index], cached.boundaries(index[:, :-1])], axis=1)
+        return self.channel(pick).window_pools(first_units, n_units)
 
     def window_band_powers(self, pick, first_units, n_segments):
         """Return the mean segment band integrals of windows starting at ``first_units``.
