@@ -123,11 +123,12 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
+    # Before django_q: its ``qcluster`` command is runs' (which loads episodes' modules before the workers fork).
+    "runs",
     "django_q",
     "axes",
     "benchmark",
     "tools_app",
-    "runs",
     "leaderboard",
 ]
 

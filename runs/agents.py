@@ -184,6 +184,64 @@ def fitted_max_tokens(error_text: str, max_tokens: int) -> int | None:
     return fitted if 1 <= fitted < max_tokens else None
 
 
+def preload_litellm() -> None:
+    """Import litellm and every module its first completion loads, without calling a model here.
+
+    A process about to fork workers (``manage.py qcluster``) calls this so that the workers
+    share those modules instead of each paying for them on its first model call (about 0.2 s
+    of processor time a process). Which modules a first call loads depends on the litellm
+    version, so a throw-away forked child makes one offline call (litellm's mock response) and
+    one that is refused at once (a closed local port), and reports what they imported; this
+    process then imports the same modules. The calls are made in the child because litellm
+    starts a logging thread on a completion, and a process with threads must not fork.
+    """
+    import importlib
+    import multiprocessing
+    import sys
+
+    import litellm
+
+    context = multiprocessing.get_context("fork")
+    receiver, sender = context.Pipe(duplex=False)
+    child = context.Process(target=_first_call_modules, args=(sender,), daemon=True)
+    child.start()
+    sender.close()
+    try:
+        names = receiver.recv() if receiver.poll(60) else []
+    except EOFError:  # the child died: the workers import the modules themselves
+        names = []
+    child.join(timeout=10)
+    if child.is_alive():
+        child.kill()
+    for name in names:
+        if name not in sys.modules:
+            try:
+                importlib.import_module(name)
+            except Exception:  # a module the child could import only in its state: leave it to the workers
+                continue
+    litellm.suppress_debug_info = True
+
+
+def _first_call_modules(sender) -> None:
+    import sys
+
+    import litellm
+
+    litellm.suppress_debug_info = True
+    before = set(sys.modules)
+    messages = [{"role": "user", "content": "warm-up"}]
+    for call in (
+        {"mock_response": "warm-up"},
+        {"api_base": "http://127.0.0.1:9/v1", "num_retries": 0, "max_retries": 0, "timeout": 5},
+    ):
+        try:
+            litellm.completion(model="openai/warm-up", messages=messages, api_key="unused", **call)
+        except Exception:  # the refused call fails by design; what it imported on the way is what counts
+            pass
+    sender.send(sorted(set(sys.modules) - before))
+    sender.close()
+
+
 def _is_context_error(exc: Exception) -> bool:
     import litellm
 

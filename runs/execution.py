@@ -65,7 +65,7 @@ from benchmark.scoring import TASK_IDS, score_task
 from benchmark.scoring import overall as official_overall
 from leaderboard.services import episodes_ended, refresh_run_summary
 from runs import openai_http
-from runs.agents import BASELINES, build_agent, is_baseline
+from runs.agents import BASELINES, build_agent, is_baseline, preload_litellm
 from runs.loop import end_at_cap, load_episode, run_episode, score_prediction, scoring_item
 from runs.models import TOKEN_FIELDS, Episode, Run, Status, Step
 from runs.services import reset_episode_for_retry
@@ -347,22 +347,27 @@ def _agent_for(episode: Episode):
 _settled_pid: int | None = None
 
 
-def settle_process(*, model: str) -> None:
-    """Get this process ready to play episodes of ``model``, once per process.
+def settle_process(*, model: str | None) -> None:
+    """Get this process ready to play episodes of ``model`` (of any model when None), once per process.
 
     The modules episodes use are imported (litellm for a model, whose import alone makes
-    about half a million objects), then everything allocated so far is moved out of the
-    garbage collector's sight (``gc.freeze``): these objects live as long as the process,
-    and a full collection walking them stops every episode thread of the process for a
-    quarter of a second.
+    about half a million objects and takes seconds), then everything allocated so far is
+    moved out of the garbage collector's sight (``gc.freeze``): these objects live as long
+    as the process, and a full collection walking them stops every episode thread of the
+    process for a quarter of a second. A queue cluster calls it with None before it forks
+    its workers (``manage.py qcluster``), so that they share these modules rather than each
+    import them again.
     """
     global _settled_pid
     if _settled_pid == os.getpid():
         return
+    import runs.tasks  # noqa: F401  (the queue task's module)
     from tools_app.registry import function_schemas
 
     function_schemas()
-    if not is_baseline(model):
+    if model is None:
+        preload_litellm()
+    elif not is_baseline(model):
         import litellm  # noqa: F401
     gc.freeze()
     _settled_pid = os.getpid()
