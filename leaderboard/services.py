@@ -12,7 +12,9 @@ saves nothing.
 """
 from __future__ import annotations
 
-from collections import defaultdict
+import json
+import threading
+from collections import OrderedDict, defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
@@ -46,6 +48,10 @@ EMPTY_SIGNATURE = {"episodes": 0, "completed": 0, "failed": 0, "attempts": 0, "l
 EPOCH_SEC = 30
 # While a run plays, its summary is re-scored at most once per this many seconds (``episodes_ended``).
 SUMMARY_REFRESH_SEC = 10.0
+# Summaries re-scored in memory for pages, kept per process (``current_summary``).
+RESCORED_KEPT = 32
+_rescored: OrderedDict[tuple, RunSummary] = OrderedDict()
+_rescored_lock = threading.Lock()
 
 
 # ── run summaries ───────────────────────────────────────────────────────────────────────────
@@ -227,9 +233,9 @@ def _score_tasks(run: Run, codes: list[str]) -> dict[str, tuple[dict, list[dict]
 
 
 def current_summary(
-    run: Run, *, stored: RunSummary | None, signatures: Mapping[str, Mapping] | None = None, force: bool = False
+    run: Run, *, stored: RunSummary | None, signatures: Mapping[str, Mapping] | None = None
 ) -> RunSummary:
-    """The summary of ``run`` as its episodes stand now, without writing anything.
+    """The summary of ``run`` as its episodes stand now, without writing anything: what pages show.
 
     Parameters
     ----------
@@ -239,8 +245,6 @@ def current_summary(
         The run's stored summary, None when it has none.
     signatures : mapping, optional
         The run's entry of ``task_signatures``, when the caller already has it.
-    force : bool
-        Re-score every task even if its episodes did not change.
 
     Returns
     -------
@@ -249,11 +253,37 @@ def current_summary(
         tasks whose episodes changed are re-scored and the others kept from ``stored``. Overall
         (the mean of the six primary scores) and its 95% bootstrap interval over instances are
         set only when all six tasks are scored; ``overall_official`` only when all six summaries
-        are official.
+        are official. A summary re-scored here is kept in this process, and served again, for as
+        long as the run's episodes and its stored summary stay as they were (while a run plays,
+        its stored summary is refreshed only every ``SUMMARY_REFRESH_SEC``, and the pages read
+        in between re-score once per change, not once each).
     """
     if signatures is None:
         signatures = task_signatures(run_ids=[run.pk]).get(run.pk, {})
     codes = run_task_codes(run)
+    if stored is not None and not stale_tasks(stored, run, signatures) and set(stored.tasks) <= set(codes):
+        return stored
+    key = (
+        run.pk, run.created_at, tuple(codes), json.dumps(signatures, sort_keys=True, default=str),
+        None if stored is None else (stored.pk, stored.computed_at),
+    )  # fmt: skip
+    with _rescored_lock:
+        summary = _rescored.get(key)
+        if summary is not None:
+            _rescored.move_to_end(key)
+            return summary
+    summary = _summary_now(run, stored=stored, signatures=signatures, codes=codes)
+    with _rescored_lock:
+        _rescored[key] = summary
+        while len(_rescored) > RESCORED_KEPT:
+            _rescored.popitem(last=False)
+    return summary
+
+
+def _summary_now(
+    run: Run, *, stored: RunSummary | None, signatures: Mapping[str, Mapping], codes: list[str], force: bool = False
+) -> RunSummary:
+    """``run``'s summary re-scored where its episodes changed since ``stored`` (everywhere when ``force``)."""
     changed = codes if force or stored is None else stale_tasks(stored, run, signatures)
     if stored is not None and not changed and set(stored.tasks) <= set(codes):
         return stored
@@ -288,7 +318,8 @@ def refresh_run_summary(run: Run, *, force: bool = False) -> RunSummary:
     is returned. ``force`` re-scores every task (after a change of the scorer).
     """
     stored = RunSummary.objects.filter(run=run).first()
-    summary = current_summary(run, stored=stored, force=force)
+    signatures = task_signatures(run_ids=[run.pk]).get(run.pk, {})
+    summary = _summary_now(run, stored=stored, signatures=signatures, codes=run_task_codes(run), force=force)
     if summary is stored:
         return stored
     with transaction.atomic():

@@ -1,0 +1,63 @@
+"""Summaries as pages read them: re-scored in memory when stale, once per change of the episodes."""
+import pytest
+
+from leaderboard import selectors, services
+from leaderboard.models import RunSummary
+from leaderboard.services import refresh_run_summary
+from runs.models import Episode, Status
+from tests.leaderboard.boards import add_run, answer, model_spec, official_suite
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def scored(monkeypatch):
+    """The tasks ``services.score_task`` scores, in order."""
+    calls = []
+    real = services.score_task
+    monkeypatch.setattr(services, "score_task", lambda task, items: calls.append(task) or real(task, items))
+    return calls
+
+
+def t3_accuracy(run):
+    return {task["task"]: task for task in selectors.run_task_rows(run)}["T3"]["metrics"]["accuracy"]
+
+
+def test_reads_of_a_stale_summary_rescore_once_per_change_and_write_nothing(scored):
+    run = add_run(suite=official_suite(), model=model_spec("Live"), complete=0.5, skill=1.0)
+    refresh_run_summary(run)
+    stored = RunSummary.objects.get(run=run)
+    pending = list(run.episodes.filter(instance__task__code="T3", status=Status.PENDING).select_related("instance__task"))
+    first, rest = pending[0], pending[1:]
+    Episode.objects.filter(pk=first.pk).update(status=Status.COMPLETED, prediction=answer(first.instance, True, None))
+    scored.clear()
+
+    before = [t3_accuracy(run) for _ in range(3)]
+    assert scored == ["T3"]  # three reads, one re-score
+    for episode in rest:
+        Episode.objects.filter(pk=episode.pk).update(status=Status.COMPLETED, prediction=answer(episode.instance, True, None))
+    after = [t3_accuracy(run) for _ in range(2)]
+
+    assert scored == ["T3", "T3"]
+    assert before[0] == before[1] == before[2] < after[0] == after[1] == 1.0
+    assert RunSummary.objects.get(run=run).computed_at == stored.computed_at  # the pages wrote nothing
+
+
+def test_a_refresh_by_the_runs_side_is_what_pages_read_next(scored):
+    run = add_run(suite=official_suite(), model=model_spec("Live"), complete=0.5, skill=1.0)
+    refresh_run_summary(run)
+    episode = run.episodes.filter(instance__task__code="T3", status=Status.PENDING).select_related("instance__task")[0]
+    Episode.objects.filter(pk=episode.pk).update(status=Status.COMPLETED, prediction=answer(episode.instance, True, None))
+    shown = t3_accuracy(run)
+    saved = refresh_run_summary(run)
+    scored.clear()
+
+    assert t3_accuracy(run) == shown == saved.tasks["T3"]["metrics"]["accuracy"]
+    assert scored == []  # the stored summary is fresh again: nothing re-scored, nothing taken from memory
+
+
+def test_two_runs_with_equal_signatures_never_share_a_rescored_summary():
+    suite = official_suite()
+    good = add_run(suite=suite, model=model_spec("Good"), complete=0.5, skill=1.0, seed=1)
+    bad = add_run(suite=suite, model=model_spec("Bad"), complete=0.5, skill=0.0, seed=1)
+    assert t3_accuracy(good) == 0.5 and t3_accuracy(bad) == 0.0  # half their episodes played, all right or all wrong
