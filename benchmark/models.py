@@ -171,6 +171,15 @@ class Suite(models.Model):
     def is_synthetic(self) -> bool:
         return self.release.is_synthetic
 
+    @property
+    def public_description(self) -> str:
+        """The description without the directory the release was imported from (staff-only knowledge).
+
+        Suites imported before descriptions stopped naming the directory still hold it.
+        """
+        source = self.release.source
+        return self.description.replace(f" from {source}", "") if source else self.description
+
 
 class Instance(models.Model):
     """One scenario of a suite: what the agent is shown, the recording, and the hidden reference.

@@ -613,7 +613,7 @@ def _save_suite(*, plan: _Plan, manifest: dict, suite_name: str | None, by_task:
         version=version,
         is_partial=bool(plan.skipped),
         skipped=plan.skipped,
-        description=f"{release.name} {release.version} from {plan.root}: "
+        description=f"{release.name} {release.version}: "
         + ", ".join(f"{task} {count}" for task, count in counts.items()),
     )
     task_rows = {task.code: task for task in Task.objects.filter(code__in=plan.selected)}

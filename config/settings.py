@@ -275,6 +275,20 @@ EEGAB_DATA_ROOT = Path(env_str("EEGAB_DATA_ROOT") or BASE_DIR / "var" / "release
 _stats_dir = os.environ.get("EEGAB_STATS_DIR")
 EEGAB_STATS_DIR = EEGAB_DATA_ROOT / "record-stats" if _stats_dir is None else (Path(_stats_dir) if _stats_dir else None)
 
+# Every qcluster saves its state (django_q.status.Stat) each half second, kept for 3 s: in Redis
+# with the Redis broker, otherwise in the cache named by Q_CLUSTER["cache"]. That one must be
+# shared by every process, or the site cannot tell whether a worker is up (runs.workers): files
+# beside the releases, shared like them, which need no table and no server. The default cache
+# stays in each process's memory.
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    "queue-status": {
+        "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+        "LOCATION": EEGAB_DATA_ROOT / "queue-status",
+    },
+}
+Q_CLUSTER["cache"] = "queue-status"
+
 # Whether visitors see episodes' reference answers (outcome figures, reference labels); staff always do.
 EEGAB_PUBLIC_REFERENCES = env_bool("EEGAB_PUBLIC_REFERENCES", True)
 

@@ -5,12 +5,19 @@ of the plotly package, so every chart works offline. Each builder takes what its
 (lists and dicts of numbers and names) and nothing from the database, so it is testable alone.
 Figures follow the paper's: box plots with random baselines (Fig. 5), cost against Overall with
 the Pareto frontier (Fig. 6), parameters against Overall (Fig. 1), tool use (Fig. 4), miss against
-over-alarm rate (Fig. 7a), macro-F1 by duration (Fig. 7d), the SNR dose-response (Fig. 8), and an
-episode's outcome: seizure intervals (Fig. 9) and hypnograms (Fig. 10).
+over-alarm rate (Fig. 7a), macro-F1 by duration (Fig. 7d) and the SNR dose-response (Fig. 8). An
+episode's charts are in ``leaderboard.episode_charts``.
+
+A chart with nothing to draw says so in its ``"empty"`` sentence (see :func:`empty_figure`); a figure may
+carry a ``"note"``, a sentence printed under it (what the chart leaves out). A model has one colour
+on every chart (:func:`model_color`), and scatter labels that would collide are left to the hover.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import math
+import zlib
+from collections.abc import Callable, Mapping, Sequence
+
 
 PALETTE = (
     "#2456a6", "#d1495b", "#2f8f8a", "#edae49", "#6b3fa0", "#66a182",
@@ -21,13 +28,24 @@ RUN_COLOR = "#2456a6"
 MUTED = "#8a94a3"
 FONT = {"family": "system-ui, -apple-system, Segoe UI, Roboto, Arial, sans-serif", "size": 12, "color": "#1d2430"}
 
-#: AASM stages from the top of a hypnogram down, as sleep is usually drawn.
-HYPNOGRAM_STAGES = ("W", "REM", "N1", "N2", "N3")
-EPOCH_SEC = 30.0
-
 
 def color(index: int) -> str:
+    """The ``index``-th colour of the palette, for series that are not models (channels, tasks)."""
     return PALETTE[index % len(PALETTE)]
+
+
+def model_color(key: str) -> str:
+    """A model's colour on every chart: its key (``run-12``, or a published row's key) hashed into the palette.
+
+    CRC-32 rather than ``hash``, which changes between processes, so the colour is the same on
+    every chart, page and server.
+    """
+    return PALETTE[zlib.crc32(key.encode("utf-8")) % len(PALETTE)]
+
+
+def _point_color(point: Mapping) -> str:
+    """The colour of a chart point: its model's, by ``key`` (the label where a caller gives no key)."""
+    return model_color(point.get("key") or point["label"])
 
 
 def base_layout(*, height: int = 360, **layout) -> dict:
@@ -50,17 +68,79 @@ def axis(title: str = "", *, title_size: int | None = None, **options) -> dict:
     return {"title": heading, "gridcolor": "#e6e9ee", "zerolinecolor": "#c9cfd8", **options}
 
 
-def empty_figure(message: str, *, height: int = 220) -> dict:
-    """A blank chart that says why there is nothing to draw."""
-    return {
-        "data": [],
-        "layout": base_layout(
-            height=height,
-            xaxis={"visible": False},
-            yaxis={"visible": False},
-            annotations=[{"text": message, "showarrow": False, "font": {"size": 14, "color": MUTED}}],
-        ),
-    }
+def empty_figure(message: str, *, note: str = "") -> dict:
+    """No chart, only a sentence saying why there is nothing to draw; pages print it instead of empty axes.
+
+    It has no traces (``data`` is empty), like any figure, for code that reads a figure's traces.
+    """
+    return _with_note({"empty": message, "data": [], "layout": {}}, note)
+
+
+def _with_note(figure: dict, note: str) -> dict:
+    """``figure`` with the sentence ``note`` to print under it, when there is one."""
+    return {**figure, "note": note} if note else figure
+
+
+def _padded_range(values: Sequence[float], *, log: bool = False, minimum_span: float = 0.1) -> list[float]:
+    """An axis range around ``values`` with 8 % room on either side; in log10 units for a log axis.
+
+    A range narrower than ``minimum_span`` (axis units) is widened around its middle.
+    """
+    values = [math.log10(value) for value in values] if log else list(values)
+    low, high = min(values), max(values)
+    if high - low < minimum_span:
+        middle = (low + high) / 2
+        low, high = middle - minimum_span / 2, middle + minimum_span / 2
+    room = 0.08 * (high - low)
+    return [low - room, high + room]
+
+
+#: The plot area scatter labels are laid out for (px), and the size of a 9-px label and of a marker.
+LABEL_AREA_PX = (500, 320)
+_CHAR_PX, _LINE_PX, _MARKER_PX = 5.4, 12.0, 6.0
+
+
+def _overlap(first: tuple, second: tuple) -> bool:
+    return first[0] < second[2] and second[0] < first[2] and first[1] < second[3] and second[1] < first[3]
+
+
+def _label_layout(
+    points: Sequence[tuple[float, float]], labels: Sequence[str], *, x_range: Sequence[float],
+    y_range: Sequence[float],
+) -> list[str | None]:
+    """Where each point's label goes (a plotly ``textposition``), or None where it would not fit.
+
+    ``points`` are in axis units (log10 for a log axis), most important first: each label takes the
+    first of above, below, right and left of its marker where it stays inside the plot and clear of
+    every marker and of the labels placed before it. The others are read from the hover text.
+    """
+    width, height = LABEL_AREA_PX
+
+    def pixels(x: float, y: float) -> tuple[float, float]:
+        return ((x - x_range[0]) / (x_range[1] - x_range[0]) * width,
+                (y_range[1] - y) / (y_range[1] - y_range[0]) * height)
+
+    centres = [pixels(x, y) for x, y in points]
+    taken = [(x - _MARKER_PX, y - _MARKER_PX, x + _MARKER_PX, y + _MARKER_PX) for x, y in centres]
+
+    def fits(box: tuple) -> bool:
+        inside = box[0] >= 0 and box[1] >= 0 and box[2] <= width and box[3] <= height
+        return inside and not any(_overlap(box, other) for other in taken)
+
+    positions = []
+    for (x, y), label in zip(centres, labels):
+        half, gap = len(label) * _CHAR_PX / 2, _MARKER_PX
+        boxes = {  # in the order they are tried
+            "top center": (x - half, y - gap - _LINE_PX, x + half, y - gap),
+            "bottom center": (x - half, y + gap, x + half, y + gap + _LINE_PX),
+            "middle right": (x + gap, y - _LINE_PX / 2, x + gap + 2 * half, y + _LINE_PX / 2),
+            "middle left": (x - gap - 2 * half, y - _LINE_PX / 2, x - gap, y + _LINE_PX / 2),
+        }
+        chosen = next((position for position, box in boxes.items() if fits(box)), None)
+        if chosen:
+            taken.append(boxes[chosen])
+        positions.append(chosen)
+    return positions
 
 
 # ── leaderboard and analysis ─────────────────────────────────────────────────────────────────
@@ -104,7 +184,7 @@ def overall_figure(rows: Sequence[Mapping]) -> dict:
         "layout": base_layout(
             height=max(240, 90 + 17 * len(rows)),
             margin={"l": 170, "r": 20, "t": 40, "b": 50},
-            xaxis=axis("Overall (95 % bootstrap interval)", range=[0, 1]),
+            xaxis=axis("Overall (95 % CI)", range=[0, 1]),  # short enough for a phone; the legend explains the whiskers
             yaxis=axis("", categoryorder="array", categoryarray=[row["label"] for row in rows], automargin=True),
         ),
     }
@@ -167,38 +247,92 @@ def box_plot_figure(
     }
 
 
-def _points_by_source(points: Sequence[Mapping], *, x: str, hover: str) -> list[dict]:
+def _labelled_scatter(
+    points: Sequence[Mapping], *, x: str, y: str, hover: str, log_x: bool = False,
+    x_range: Sequence[float], y_range: Sequence[float], best_first: Callable[[Mapping], float],
+) -> list[dict]:
+    """Points as one scatter trace per source (runs: circles, the paper's rows: diamonds), each marker in
+    its model's colour and labelled where the label fits (see :func:`_label_layout`).
+
+    ``points``: ``{"label", "key", "published", x, y}``; sorted by ``best_first``, the best models
+    claim label room first. ``hover`` uses ``%{customdata}`` for the label.
+    """
+    by_importance = sorted(range(len(points)), key=lambda index: best_first(points[index]))
+    placed = _label_layout(
+        [(math.log10(points[index][x]) if log_x else points[index][x], points[index][y]) for index in by_importance],
+        [points[index]["label"] for index in by_importance], x_range=x_range, y_range=y_range,
+    )
+    position = dict(zip(by_importance, placed))
     data = []
     for published, name in ((False, "runs on this site"), (True, "published in the paper")):
-        chosen = [point for point in points if bool(point.get("published")) == published]
+        chosen = [index for index, point in enumerate(points) if bool(point.get("published")) == published]
         if not chosen:
             continue
+        symbol = "diamond" if published else "circle"
+        data.append(_legend_key(name, symbol))
         data.append({
             "type": "scatter",
             "mode": "markers+text",
             "name": name,
-            "x": [point[x] for point in chosen],
-            "y": [point["overall"] for point in chosen],
-            "text": [point["label"] for point in chosen],
-            "textposition": "top center",
+            "legendgroup": name,
+            "showlegend": False,
+            "x": [points[index][x] for index in chosen],
+            "y": [points[index][y] for index in chosen],
+            "text": [points[index]["label"] if position[index] else "" for index in chosen],
+            "customdata": [points[index]["label"] for index in chosen],
+            "textposition": [position[index] or "top center" for index in chosen],
             "textfont": {"size": 9, "color": "#4a5563"},
-            "marker": {"color": PUBLISHED_COLOR if published else RUN_COLOR, "size": 9,
-                       "symbol": "diamond" if published else "circle"},
+            "cliponaxis": False,
+            "marker": {"color": [_point_color(points[index]) for index in chosen], "size": 9, "symbol": symbol,
+                       "line": {"color": "#ffffff", "width": 1}},
             "hovertemplate": hover,
         })
     return data
 
 
-def cost_figure(points: Sequence[Mapping], *, cost_label: str = "Estimated cost (USD)") -> dict:
-    """Cost against Overall with the Pareto frontier dashed (Fig. 6).
+def _legend_key(name: str, symbol: str) -> dict:
+    """A legend entry for the marker ``symbol`` in a neutral colour, standing for points of many colours
+    (one per model); it draws nothing, and toggles the traces of its ``legendgroup``."""
+    return {"type": "scatter", "mode": "markers", "name": name, "legendgroup": name, "x": [None], "y": [None],
+            "marker": {"color": MUTED, "size": 9, "symbol": symbol}, "hoverinfo": "skip"}
 
-    ``points``: ``{"label", "cost", "overall", "frontier", "published"}``; unpriced points are left out.
+
+def _scatter_layout(*, x_title: str, y_title: str, x_range: Sequence[float], y_range: Sequence[float],
+                    log_x: bool = False, **layout) -> dict:
+    """The layout of a labelled scatter: fixed ranges (the label layout depends on them), room for titles."""
+    return base_layout(
+        height=420,
+        margin={"l": 60, "r": 24, "t": 40, "b": 56},
+        xaxis=axis(x_title, type="log" if log_x else "linear", range=list(x_range), automargin=True),
+        yaxis=axis(y_title, range=list(y_range), automargin=True),
+        **layout,
+    )
+
+
+def _best_overall_first(point: Mapping) -> float:
+    return -point["overall"]
+
+
+def cost_figure(points: Sequence[Mapping], *, cost_label: str = "Estimated cost (USD, log scale)") -> dict:
+    """Cost against Overall with the Pareto frontier dashed (Fig. 6), on a log axis over positive costs.
+
+    ``points``: ``{"label", "key", "cost", "overall", "frontier", "published"}``, ``cost`` None for an
+    unpriced row. A log axis has no $0, so rows costing nothing and unpriced rows are named in the
+    figure's note, never drawn at $0.
     """
-    points = [point for point in points if point.get("cost") is not None and point.get("overall") is not None]
-    if not points:
-        return empty_figure("No priced model with an Overall score yet.")
-    frontier = sorted((point for point in points if point.get("frontier")), key=lambda point: point["cost"])
-    data = _points_by_source(points, x="cost", hover="%{text}<br>$%{x:,.2f} · Overall %{y:.3f}<extra></extra>")
+    scored = [point for point in points if point.get("overall") is not None]
+    priced = [point for point in scored if point.get("cost") is not None and point["cost"] > 0]
+    left_out = [f"{point['label']} (unpriced)" for point in scored if point.get("cost") is None]
+    left_out += [f"{point['label']} ($0)" for point in scored if point.get("cost") is not None and point["cost"] <= 0]
+    note = f"Not on the log axis: {', '.join(left_out)}." if left_out else ""
+    if not priced:
+        return empty_figure("No model on this board has a positive cost and an Overall score.", note=note)
+    x_range = _padded_range([point["cost"] for point in priced], log=True, minimum_span=1.0)
+    y_range = _padded_range([point["overall"] for point in priced])
+    data = _labelled_scatter(priced, x="cost", y="overall", log_x=True, x_range=x_range, y_range=y_range,
+                             best_first=_best_overall_first,
+                             hover="%{customdata}<br>$%{x:,.2f} · Overall %{y:.3f}<extra></extra>")
+    frontier = sorted((point for point in priced if point.get("frontier")), key=lambda point: point["cost"])
     if frontier:
         data.append({
             "type": "scatter",
@@ -209,46 +343,50 @@ def cost_figure(points: Sequence[Mapping], *, cost_label: str = "Estimated cost 
             "line": {"dash": "dash", "color": "#444", "width": 1.5},
             "hoverinfo": "skip",
         })
-    positive = all(point["cost"] > 0 for point in points)
-    return {
-        "data": data,
-        "layout": base_layout(
-            height=420,
-            xaxis=axis(cost_label, type="log" if positive else "linear"),
-            yaxis=axis("Overall"),
-        ),
-    }
+    layout = _scatter_layout(x_title=cost_label, y_title="Overall", x_range=x_range, y_range=y_range, log_x=True)
+    return _with_note({"data": data, "layout": layout}, note)
 
 
 def parameters_figure(points: Sequence[Mapping]) -> dict:
     """Parameters (billions, log scale) against Overall (Fig. 1); models of unknown size in their own band.
 
-    ``points``: ``{"label", "parameters_b", "overall", "published"}``.
+    ``points``: ``{"label", "key", "parameters_b", "overall", "published"}``. The models of unknown
+    size are drawn in a narrow band on the right, unlabelled (hover names them), and named in the note.
     """
     points = [point for point in points if point.get("overall") is not None]
-    if not points:
-        return empty_figure("No model with an Overall score yet.")
     known = [point for point in points if point.get("parameters_b")]
     unknown = [point for point in points if not point.get("parameters_b")]
-    data = _points_by_source(known, x="parameters_b", hover="%{text}<br>%{x}B · Overall %{y:.3f}<extra></extra>")
-    layout = base_layout(height=420, xaxis=axis("Parameters (billions, log scale)", type="log", domain=[0, 0.82]),
-                         yaxis=axis("Overall"))
+    note = f"Size not reported: {', '.join(point['label'] for point in unknown)}." if unknown else ""
+    if not known:
+        return empty_figure("No model on this board has a reported parameter count.", note=note)
+    x_range = _padded_range([point["parameters_b"] for point in known], log=True, minimum_span=1.0)
+    y_range = _padded_range([point["overall"] for point in points])
+    data = _labelled_scatter(known, x="parameters_b", y="overall", log_x=True, x_range=x_range, y_range=y_range,
+                             best_first=_best_overall_first,
+                             hover="%{customdata}<br>%{x}B · Overall %{y:.3f}<extra></extra>")
+    layout = _scatter_layout(x_title="Parameters (billions, log scale)", y_title="Overall", x_range=x_range,
+                             y_range=y_range, log_x=True)
     if unknown:
+        layout["xaxis"]["domain"] = [0, 0.9]
+        name = "size not reported"
+        data.append({**_legend_key(name, "square"), "xaxis": "x2"})
         data.append({
             "type": "scatter",
-            "mode": "markers+text",
-            "name": "size not reported",
+            "mode": "markers",
+            "name": name,
+            "legendgroup": name,
+            "showlegend": False,
             "xaxis": "x2",
             "x": [0] * len(unknown),
             "y": [point["overall"] for point in unknown],
-            "text": [point["label"] for point in unknown],
-            "textposition": "middle right",
-            "textfont": {"size": 9, "color": "#4a5563"},
-            "marker": {"color": MUTED, "size": 9, "symbol": "square"},
-            "hovertemplate": "%{text}: Overall %{y:.3f}<extra></extra>",
+            "customdata": [point["label"] for point in unknown],
+            "marker": {"color": [_point_color(point) for point in unknown], "size": 9, "symbol": "square",
+                       "line": {"color": "#ffffff", "width": 1}},
+            "hovertemplate": "%{customdata}: size not reported · Overall %{y:.3f}<extra></extra>",
         })
-        layout["xaxis2"] = axis("not reported", domain=[0.86, 1], showticklabels=False, showgrid=False, range=[-0.5, 6])
-    return {"data": data, "layout": layout}
+        layout["xaxis2"] = axis("not<br>reported", title_size=10, domain=[0.93, 1], showticklabels=False,
+                                showgrid=False, zeroline=False, range=[-1, 1])
+    return _with_note({"data": data, "layout": layout}, note)
 
 
 def tool_use_figure(rates: Mapping[str, Mapping[str, float]], *, categories: Sequence[str]) -> dict:
@@ -264,7 +402,7 @@ def tool_use_figure(rates: Mapping[str, Mapping[str, float]], *, categories: Seq
         "data": [{
             "type": "heatmap",
             "x": tasks,
-            "y": list(categories),
+            "y": [_wrapped(category) for category in categories],
             "z": z,
             "zmin": 0,
             "zmax": max(0.01, max(max(row) for row in z)),
@@ -274,33 +412,52 @@ def tool_use_figure(rates: Mapping[str, Mapping[str, float]], *, categories: Seq
             "hovertemplate": "%{y} on %{x}: %{z:.1%}<extra></extra>",
             "colorbar": {"title": {"text": "share"}, "tickformat": ".0%"},
         }],
-        "layout": base_layout(height=360, margin={"l": 200, "r": 20, "t": 20, "b": 40},
-                              yaxis=axis("", autorange="reversed"), xaxis=axis("")),
+        "layout": base_layout(height=380, margin={"l": 20, "r": 20, "t": 20, "b": 40},
+                              yaxis=axis("", autorange="reversed", automargin=True), xaxis=axis("", automargin=True)),
     }
 
 
+def _wrapped(text: str, *, width: int = 18) -> str:
+    """``text`` broken into lines of at most ``width`` characters at spaces (``<br>``), for a tick label."""
+    lines = [""]
+    for word in text.split():
+        if lines[-1] and len(lines[-1]) + 1 + len(word) > width:
+            lines.append(word)
+        else:
+            lines[-1] = f"{lines[-1]} {word}".strip()
+    return "<br>".join(lines)
+
+
 def grouped_bars_figure(
-    groups: Mapping[str, Mapping[str, float | None]], *, y_title: str, height: int = 340
+    groups: Mapping[str, Mapping[str, float | None]], *, y_title: str, height: int = 340,
+    value_format: str = ".1f", empty: str = "Nothing to compare yet.",
 ) -> dict:
     """Bars of a few series over the same categories, e.g. Top-5 vs Bottom-5 median tool calls (Fig. 4b).
 
-    ``groups``: series name → category → value.
+    ``groups``: series name → category → value (None: no value). Every bar is labelled with its
+    value (``value_format``), so a bar of 0 still reads "0.0"; ``empty`` is said when no value is known.
     """
-    if not groups or not any(values for values in groups.values()):
-        return empty_figure("Nothing to compare yet.")
-    categories = list(dict.fromkeys(category for values in groups.values() for category in values))
+    values = [value for series in groups.values() for value in series.values() if value is not None]
+    if not values:
+        return empty_figure(empty)
+    categories = list(dict.fromkeys(category for series in groups.values() for category in series))
     data = [
         {
             "type": "bar",
             "name": name,
             "x": categories,
-            "y": [values.get(category) for category in categories],
+            "y": [series.get(category) for category in categories],
             "marker": {"color": color(index)},
-            "hovertemplate": f"{name}, %{{x}}: %{{y}}<extra></extra>",
+            "texttemplate": f"%{{y:{value_format}}}",
+            "textposition": "outside",
+            "cliponaxis": False,
+            "hovertemplate": f"{name}, %{{x}}: %{{y:{value_format}}}<extra></extra>",
         }
-        for index, (name, values) in enumerate(groups.items())
+        for index, (name, series) in enumerate(groups.items())
     ]
-    return {"data": data, "layout": base_layout(height=height, barmode="group", yaxis=axis(y_title), xaxis=axis(""))}
+    top = max(values) * 1.15 or 1.0
+    return {"data": data, "layout": base_layout(height=height, barmode="group", yaxis=axis(y_title, range=[0, top]),
+                                                xaxis=axis(""))}
 
 
 def tokens_figure(rows: Sequence[Mapping]) -> dict:
@@ -338,9 +495,9 @@ def tokens_figure(rows: Sequence[Mapping]) -> dict:
 
 
 def task_scores_figure(rows: Sequence[Mapping], *, metric: str) -> dict:
-    """One task's primary score per model, as sorted bars (the distribution across models).
+    """One task's primary score per model, as sorted bars in the models' colours (the paper's rows hatched).
 
-    ``rows``: ``{"label", "score", "published"}``.
+    ``rows``: ``{"label", "key", "score", "published"}``.
     """
     rows = sorted((row for row in rows if row.get("score") is not None), key=lambda row: row["score"])
     if not rows:
@@ -351,12 +508,18 @@ def task_scores_figure(rows: Sequence[Mapping], *, metric: str) -> dict:
             "orientation": "h",
             "y": [row["label"] for row in rows],
             "x": [row["score"] for row in rows],
-            "marker": {"color": [PUBLISHED_COLOR if row.get("published") else RUN_COLOR for row in rows]},
-            "hovertemplate": "%{y}: %{x:.3f}<extra></extra>",
+            "customdata": ["published in the paper" if row.get("published") else "run on this site" for row in rows],
+            "marker": {"color": [_point_color(row) for row in rows],
+                       "pattern": {"shape": ["/" if row.get("published") else "" for row in rows]}},
+            # A score of 0 draws no bar: its label says 0.000 where the bar would be.
+            "texttemplate": "%{x:.3f}",
+            "textposition": "outside",
+            "cliponaxis": False,
+            "hovertemplate": "%{y}: %{x:.3f} (%{customdata})<extra></extra>",
         }],
         "layout": base_layout(
             height=max(240, 60 + 20 * len(rows)),
-            margin={"l": 170, "r": 20, "t": 20, "b": 50},
+            margin={"l": 20, "r": 48, "t": 20, "b": 50},
             xaxis=axis(metric, range=[0, 1]),
             yaxis=axis("", automargin=True),
         ),
@@ -436,22 +599,22 @@ def snr_figure(snr: Mapping, *, labels: Mapping[str, str], highlight: int = 4) -
         left = panel * width
         layout[f"xaxis{clean_axis}"] = axis("", domain=[left + 0.02 * width, left + 0.12 * width],
                                             anchor=f"y{suffix}")
-        layout[f"xaxis{suffix}"] = axis("SNR (the artifact grows to the right)",
+        layout[f"xaxis{suffix}"] = axis("SNR (dB)",
                                         domain=[left + 0.16 * width, left + 0.94 * width], anchor=f"y{suffix}")
         layout[f"yaxis{suffix}"] = axis("Per-class accuracy" if panel == 0 else "", range=[-0.02, 1.02],
                                         anchor=f"x{clean_axis}")
         band = snr["band"][label]
         data.extend(_band_traces(ticks, [band.get(level) for level in levels], axes=axes, show_legend=panel == 0))
-        for index, model in enumerate(models[:highlight]):
+        for model in models[:highlight]:
             name = labels[model["key"]]
             data.append({"type": "scatter", "mode": "lines+markers", "x": ticks,
                          "y": [model["accuracy"][label].get(level) for level in levels],
                          "name": name, "legendgroup": name, "showlegend": panel == 0,
-                         "line": {"color": color(index + 1)}, **axes})
+                         "line": {"color": model_color(model["key"])}, **axes})
             if model.get("clean_accuracy") is not None:
                 data.append({"type": "scatter", "mode": "markers", "x": ["clean"], "y": [model["clean_accuracy"]],
                              "name": name, "legendgroup": name, "showlegend": False,
-                             "marker": {"color": color(index + 1), "size": 9},
+                             "marker": {"color": model_color(model["key"]), "size": 9},
                              "hovertemplate": f"{name}: clean-class accuracy %{{y:.2f}}<extra></extra>",
                              "xaxis": f"x{clean_axis}", "yaxis": f"y{suffix}"})
         data.append({"type": "scatter", "mode": "lines", "x": [ticks[0], ticks[-1]], "y": [1 / 3, 1 / 3],
@@ -466,30 +629,19 @@ def snr_figure(snr: Mapping, *, labels: Mapping[str, str], highlight: int = 4) -
 def miss_over_alarm_figure(points: Sequence[Mapping]) -> dict:
     """T5 event-miss rate on seizure records against over-alarm rate on seizure-free ones (Fig. 7a).
 
-    ``points``: ``{"label", "miss_rate", "over_alarm_rate", "published"}``.
+    ``points``: ``{"label", "key", "miss_rate", "over_alarm_rate", "published"}``.
     """
     points = [point for point in points if point.get("miss_rate") is not None and point.get("over_alarm_rate") is not None]
     if not points:
         return empty_figure("No T5 results with both seizure and seizure-free records yet.")
-    return {
-        "data": [{
-            "type": "scatter",
-            "mode": "markers+text",
-            "x": [point["over_alarm_rate"] for point in points],
-            "y": [point["miss_rate"] for point in points],
-            "text": [point["label"] for point in points],
-            "textposition": "top center",
-            "textfont": {"size": 9, "color": "#4a5563"},
-            "marker": {"size": 9, "color": [PUBLISHED_COLOR if point.get("published") else RUN_COLOR
-                                            for point in points]},
-            "hovertemplate": "%{text}<br>over-alarm %{x:.1%} · miss %{y:.1%}<extra></extra>",
-        }],
-        "layout": base_layout(
-            height=420,
-            xaxis=axis("Over-alarm rate on seizure-free records", range=[-0.03, 1.03], tickformat=".0%"),
-            yaxis=axis("Event-miss rate on seizure records", range=[-0.03, 1.03], tickformat=".0%"),
-        ),
-    }
+    full = [-0.03, 1.03]
+    data = _labelled_scatter(points, x="over_alarm_rate", y="miss_rate", x_range=full, y_range=full,
+                             best_first=lambda point: point["miss_rate"] + point["over_alarm_rate"],
+                             hover="%{customdata}<br>over-alarm %{x:.1%} · miss %{y:.1%}<extra></extra>")
+    layout = _scatter_layout(x_title="Over-alarm rate on seizure-free records",
+                             y_title="Event-miss rate on seizure records", x_range=full, y_range=full)
+    layout["xaxis"]["tickformat"] = layout["yaxis"]["tickformat"] = ".0%"
+    return {"data": data, "layout": layout}
 
 
 def duration_bins_figure(duration_bins: Mapping, *, labels: Mapping[str, str]) -> dict:
@@ -503,183 +655,12 @@ def duration_bins_figure(duration_bins: Mapping, *, labels: Mapping[str, str]) -
         return empty_figure("No T6 results on Sleep Cassette records yet.")
     data = [
         {"type": "scatter", "mode": "lines+markers", "x": bins, "y": model["macro_f1"], "name": labels[model["key"]],
-         "line": {"width": 1, "color": color(index)}, "marker": {"size": 4}, "opacity": 0.6,
+         "line": {"width": 1, "color": model_color(model["key"])}, "marker": {"size": 4}, "opacity": 0.6,
          "connectgaps": True, "hovertemplate": f"{labels[model['key']]}, %{{x}}: %{{y:.3f}}<extra></extra>"}
-        for index, model in enumerate(models)
+        for model in models
     ]
     data.extend(_band_traces(bins, duration_bins["band"], axes={}, show_legend=True))
     return {
         "data": data,
         "layout": base_layout(height=420, xaxis=axis("Recording duration"), yaxis=axis("Macro-F1", range=[0, 1])),
     }
-
-
-# ── an episode ───────────────────────────────────────────────────────────────────────────────
-
-
-def signal_figure(traces: Sequence[Mapping], *, title: str = "") -> dict:
-    """The channels a tool call covered, one row per channel on a shared time axis.
-
-    ``traces``: ``{"channel", "times" (s), "values" (µV)}``, already decimated.
-    """
-    if not traces:
-        return empty_figure("No channel of this call exists in the recording.")
-    n_rows = len(traces)
-    gap = 0.02
-    height = 1 / n_rows
-    data, layout = [], base_layout(
-        height=90 + 85 * n_rows,
-        title={"text": title, "font": {"size": 12}},
-        showlegend=False,
-        margin={"l": 70, "r": 15, "t": 34, "b": 40},
-    )
-    for row, trace in enumerate(traces):
-        suffix = "" if row == 0 else str(row + 1)
-        data.append({
-            # SVG, not WebGL: at most 2,000 points a trace, and it draws on machines without a GPU.
-            "type": "scatter",
-            "mode": "lines",
-            "x": trace["times"],
-            "y": trace["values"],
-            "name": trace["channel"],
-            "line": {"width": 1, "color": color(row)},
-            "xaxis": "x",
-            "yaxis": f"y{suffix}",
-            "hovertemplate": f"{trace['channel']}: %{{y:.1f}} µV at %{{x:.2f}} s<extra></extra>",
-        })
-        top = 1 - row * height
-        layout[f"yaxis{suffix}"] = axis(
-            f"{trace['channel']}<br>µV", title_size=10, domain=[max(top - height + gap, 0), top], anchor="x",
-            zeroline=False, tickfont={"size": 9}, automargin=True,
-        )
-    layout["xaxis"] = axis("Time in the record (s)", anchor=f"y{n_rows if n_rows > 1 else ''}")
-    return {"data": data, "layout": layout}
-
-
-def windowed_features_figure(content: Mapping) -> dict | None:
-    """The features ``compute_windowed_features`` returned, as time series: one row per feature.
-
-    ``content``: the tool's result (``{"channels": [{"channel", "windows": [{feature…, "t_start",
-    "t_end"}]}], "features_computed": [...]}``); None when it holds no windows.
-    """
-    channels = [channel for channel in content.get("channels") or [] if channel.get("windows")]
-    if not channels:
-        return None
-    features = list(content.get("features_computed") or [])
-    if not features:
-        features = [key for key in channels[0]["windows"][0] if key not in ("t_start", "t_end")]
-    n_rows = len(features)
-    height = 1 / n_rows
-    data, layout = [], base_layout(
-        height=80 + 110 * n_rows,
-        margin={"l": 70, "r": 15, "t": 30, "b": 40},
-        legend={"orientation": "h", "y": 1.0, "yanchor": "bottom"},
-    )
-    for row, feature in enumerate(features):
-        suffix = "" if row == 0 else str(row + 1)
-        top = 1 - row * height
-        layout[f"yaxis{suffix}"] = axis(feature.replace("_", " "), title_size=10, anchor="x", automargin=True,
-                                        domain=[max(top - height + 0.03, 0), top], tickfont={"size": 9})
-        for index, channel in enumerate(channels):
-            windows = channel["windows"]
-            data.append({
-                "type": "scatter",
-                "mode": "lines+markers" if len(windows) < 60 else "lines",
-                "x": [(window["t_start"] + window["t_end"]) / 2 for window in windows],
-                "y": [window.get(feature) for window in windows],
-                "name": channel["channel"],
-                "legendgroup": channel["channel"],
-                "showlegend": row == 0,
-                "marker": {"size": 4},
-                "line": {"width": 1.2, "color": color(index)},
-                "xaxis": "x",
-                "yaxis": f"y{suffix}",
-                "hovertemplate": f"{channel['channel']} {feature}: %{{y}} at %{{x:.1f}} s<extra></extra>",
-            })
-    layout["xaxis"] = axis("Window centre (s)", anchor=f"y{n_rows if n_rows > 1 else ''}")
-    return {"data": data, "layout": layout}
-
-
-def seizure_intervals_figure(
-    predicted: Sequence[tuple[float, float]],
-    *,
-    duration_sec: float,
-    reference: Sequence[tuple[float, float]] | None = None,
-) -> dict:
-    """Reference and predicted seizure intervals on the record's timeline (Fig. 9).
-
-    Intervals in seconds; ``reference`` None when references are not shown.
-    """
-    rows = [("predicted", predicted, "#d1495b")]
-    if reference is not None:
-        rows.insert(0, ("reference", reference, "#1d2430"))
-    data = []
-    for name, intervals, fill in rows:
-        data.append({
-            "type": "bar",
-            "orientation": "h",
-            "name": name,
-            "y": [name] * len(intervals),
-            "base": [onset for onset, _ in intervals],
-            "x": [offset - onset for onset, offset in intervals],
-            "marker": {"color": fill},
-            "width": 0.5,
-            "customdata": [[onset, offset] for onset, offset in intervals],
-            "hovertemplate": f"{name}: %{{customdata[0]:.1f}}–%{{customdata[1]:.1f}} s<extra></extra>",
-        })
-    names = [name for name, *_ in rows]
-    return {
-        "data": data,
-        "layout": base_layout(
-            height=90 + 55 * len(rows),
-            showlegend=False,
-            barmode="overlay",
-            margin={"l": 80, "r": 20, "t": 20, "b": 45},
-            xaxis=axis("Time in the record (s)", range=[0, max(duration_sec, 1.0)]),
-            yaxis=axis("", categoryorder="array", categoryarray=list(reversed(names)),
-                       range=[-0.6, len(names) - 0.4]),
-        ),
-    }
-
-
-def _stage_steps(labels: Sequence[str], epoch_sec: float) -> tuple[list[float], list[str]]:
-    """A step line through per-epoch labels, two points per run of equal stages, time in hours."""
-    x, y = [], []
-    start = 0
-    for index in range(1, len(labels) + 1):
-        if index == len(labels) or labels[index] != labels[start]:
-            x.extend([start * epoch_sec / 3600, index * epoch_sec / 3600])
-            y.extend([labels[start], labels[start]])
-            start = index
-    return x, y
-
-
-def hypnogram_figure(
-    predicted: Sequence[str], *, reference: Sequence[str] | None = None, epoch_sec: float = EPOCH_SEC
-) -> dict:
-    """Reference and predicted hypnograms over the night, one row each (Fig. 10).
-
-    Labels are per 30-s epoch, AASM stages; ``reference`` None when references are not shown.
-    """
-    rows = [("predicted", predicted, "#d1495b")]
-    if reference is not None:
-        rows.insert(0, ("reference", reference, "#1d2430"))
-    height = 1 / len(rows)
-    data, layout = [], base_layout(height=120 + 170 * len(rows), showlegend=False,
-                                   margin={"l": 90, "r": 20, "t": 20, "b": 45})
-    annotations = []
-    for row, (name, labels, line) in enumerate(rows):
-        suffix = "" if row == 0 else str(row + 1)
-        x, y = _stage_steps(list(labels), epoch_sec)
-        data.append({"type": "scatter", "mode": "lines", "x": x, "y": y, "name": name,
-                     "line": {"color": line, "width": 1.5}, "xaxis": "x", "yaxis": f"y{suffix}",
-                     "hovertemplate": f"{name}: %{{y}} at %{{x:.2f}} h<extra></extra>"})
-        top = 1 - row * height
-        layout[f"yaxis{suffix}"] = axis("", domain=[top - height + 0.06, top], anchor="x",
-                                        categoryorder="array", categoryarray=list(reversed(HYPNOGRAM_STAGES)),
-                                        type="category", range=[-0.5, len(HYPNOGRAM_STAGES) - 0.5])
-        annotations.append({"text": name, "xref": "paper", "yref": "paper", "x": -0.06, "y": top - height / 2,
-                            "xanchor": "right", "showarrow": False, "textangle": -90, "font": {"size": 11}})
-    layout["xaxis"] = axis("Time (hours)", anchor=f"y{len(rows) if len(rows) > 1 else ''}")
-    layout["annotations"] = annotations
-    return {"data": data, "layout": layout}

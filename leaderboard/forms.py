@@ -2,11 +2,11 @@
 from django import forms
 from django.core.validators import RegexValidator
 
-from benchmark.models import ModelSpec, Suite
+from benchmark.models import ModelSpec, Suite, Task
 from benchmark.scoring import TASK_IDS
 from benchmark.wording import INSTALL_COMMAND, OFFICIAL, PLATFORM, default_prompt_set, official_available
 from runs.agents import check_api_base, check_key_env
-from runs.models import PAPER_MAX_TOKENS, PAPER_PROTOCOL, PAPER_TEMPERATURE
+from runs.models import PAPER_MAX_TOKENS, PAPER_PROTOCOL, PAPER_TEMPERATURE, Status
 
 ENV_NAME = RegexValidator(
     r"^[A-Za-z_][A-Za-z0-9_]*$", "Give the name of the environment variable that holds the key, not the key."
@@ -80,6 +80,12 @@ class NewRunForm(forms.Form):
         self.fields["suite"].label_from_instance = (
             lambda suite: f"{suite.name} ({suite.release}{', synthetic' if suite.release.is_synthetic else ''})"
         )
+        # A display name alone does not say what a run will call, nor a bare code what a task is.
+        self.fields["model"].label_from_instance = lambda model: f"{model.name} — {model.provider_model}"
+        task_names = dict(Task.objects.filter(code__in=TASK_IDS).values_list("code", "name"))
+        self.fields["tasks"].choices = [
+            (code, f"{code} · {task_names[code]}" if code in task_names else code) for code in TASK_IDS
+        ]
         prompt_sets = self.fields["prompt_set"]
         if official_available():
             prompt_sets.choices = [(OFFICIAL, "official (the official package's wording)"),
@@ -137,3 +143,29 @@ class EpisodeFilterForm(forms.Form):
     def __init__(self, *args, ended_by_choices=(), **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["ended_by"].choices = [("", "however it ended"), *ended_by_choices]
+
+
+class RunFilterForm(forms.Form):
+    """Filters of the runs list, every field optional: the runs' status, model and suite."""
+
+    status = forms.ChoiceField(choices=[("", "any status"), *Status.choices], required=False)
+    model = forms.ModelChoiceField(
+        queryset=ModelSpec.objects.filter(runs__isnull=False).distinct().order_by("name"),
+        to_field_name="name",
+        required=False,
+        empty_label="any model",
+    )
+    suite = forms.ModelChoiceField(
+        queryset=Suite.objects.order_by("name"), to_field_name="name", required=False, empty_label="any suite"
+    )
+
+    def selection(self) -> dict:
+        """The ``selectors.run_list`` filters chosen (names; None where any will do), or none when invalid."""
+        if not self.is_valid():
+            return {}
+        data = self.cleaned_data
+        return {
+            "status": data["status"] or None,
+            "model": data["model"].name if data["model"] else None,
+            "suite": data["suite"].name if data["suite"] else None,
+        }

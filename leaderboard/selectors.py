@@ -91,9 +91,10 @@ class LeaderboardRow:
     ``cost_usd`` is the cache-aware cost of a run (the paper's estimate for a published row);
     ``cost_paper_usd`` is the paper's formula for both, and the frontier uses it. ``rank`` is
     the position by Overall; ``tie_group`` and ``tie_range`` (first and last rank of the group)
-    gather the ranks whose intervals overlap the group leader's. ``comparability`` says whether a
-    run is comparable with the paper's rows (None for a published row); on a board with the
-    paper's rows, only those and the comparable runs are ranked.
+    gather the ranks whose intervals overlap the group leader's (a row without an interval is a
+    group of its own). ``comparability`` says whether a run is comparable with the paper's rows
+    (None for a published row); on a board with the paper's rows, only those and the comparable
+    runs are ranked.
     """
 
     source: str
@@ -264,7 +265,7 @@ def _rank(rows: list[LeaderboardRow], *, among_paper_rows: bool = False) -> list
     """
     rows = sorted(rows, key=lambda row: (row.overall is None, -(row.overall or 0.0), row.model, row.key))
     ranked = [row for row in rows if row.overall is not None and (row.comparable or not among_paper_rows)]
-    groups = stats.tie_groups([row.overall_ci or (row.overall, row.overall) for row in ranked])
+    groups = stats.tie_groups([row.overall_ci for row in ranked])
     spans: dict[int, list[int]] = defaultdict(list)
     for position, (row, group) in enumerate(zip(ranked, groups), start=1):
         row.rank, row.tie_group = position, group
@@ -355,7 +356,7 @@ def leaderboard(
         (``overall_official`` when all six are official, that is, complete), blank otherwise:
         a mean over some of the tasks would not compare with the others. Its interval is a
         95% percentile bootstrap over instances (1,000 resamples within each task, seeded).
-        Published rows have no interval; for tie groups they count as the point of their Overall.
+        Published rows have no interval, so they are never tied: each is a tie group of its own.
 
     Raises
     ------
@@ -418,8 +419,19 @@ CSV_COLUMNS = (
 )  # fmt: skip
 
 
+def _plain_usd(cost: Decimal | None) -> str:
+    """A cost as a plain decimal without trailing zeros (``Decimal("0E-8")`` → ``0``); blank when unpriced."""
+    if cost is None:
+        return ""
+    text = f"{cost:f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
 def leaderboard_csv(board: Leaderboard) -> str:
-    """The board as CSV text, one line per row in rank order, with ``CSV_COLUMNS`` as header."""
+    """The board as CSV text, one line per row in rank order, with ``CSV_COLUMNS`` as header.
+
+    Costs are plain decimals in USD, blank for an unpriced row (a blank cost is unknown, not free).
+    """
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
@@ -430,7 +442,7 @@ def leaderboard_csv(board: Leaderboard) -> str:
             "; ".join(row.comparability.reasons) if row.comparability else "", row.family, row.parameters,
             row.is_open_weight, row.overall, low, high, row.overall_official,
             *(row.metrics[task][metric] for task, metric, _ in METRIC_COLUMNS),
-            row.cost_usd, row.cost_paper_usd, row.prompt_tokens, row.completion_tokens, row.total_tokens,
+            _plain_usd(row.cost_usd), _plain_usd(row.cost_paper_usd), row.prompt_tokens, row.completion_tokens, row.total_tokens,
             row.on_pareto_frontier,
         ])
     return buffer.getvalue()

@@ -141,8 +141,14 @@ def task_sample(task: str, rows: list[Mapping[str, Any]]) -> stats.TaskSample:
 
 
 def _instance_rows(run: Run, codes: list[str]) -> list[tuple]:
+    """The instances of ``codes`` the run selected (its tasks, at most ``--limit`` each): those it has episodes of.
+
+    A run is scored and judged complete against its own selection, as the official scorer scores
+    the results it is given; ``official`` still asks for the task's whole official set (a smaller
+    selection says so in its reasons: "T3 requires 188 scenarios, found 2").
+    """
     return list(
-        Instance.objects.filter(suite_id=run.suite_id, task__code__in=codes)
+        Instance.objects.filter(suite_id=run.suite_id, task__code__in=codes, episodes__run=run)
         .order_by("task__code", "position", "id")
         .values_list(
             "id", "task__code", "scenario_id", "subject", "reference", "prompt_input__options",
@@ -228,6 +234,7 @@ def _score_tasks(run: Run, codes: list[str]) -> dict[str, tuple[dict, list[dict]
         for row, per_item in zip(rows, summary["per_item"]):
             row.update({key: per_item.get(key) for key in ITEM_KEYS[code]})
         light = {key: summary[key] for key in SUMMARY_KEYS}
+        light["completeness"] = {**summary["completeness"], "expected": len(instances)}
         scored[code] = (light, rows, {"calls": dict(tool_counts), "per_episode": per_episode})
     return scored
 

@@ -8,6 +8,8 @@ and the maximum of each bucket of samples, so a trace never has more than ``max_
 points whatever the record's length, and spikes survive the decimation.
 
 The reading is done in chunks of whole buckets, so a 24-hour record is never loaded at once.
+:func:`plotted_features` and :func:`feature_title` put the features of ``compute_windowed_features``
+in the order its tables use (bands from delta up to gamma) and name them with their units.
 No Django here: the view gives the recording and the arguments.
 """
 from __future__ import annotations
@@ -19,6 +21,7 @@ import numpy as np
 
 from tools_app.registry import TOOL_NAMES
 from tools_app.signal.spatial import homologous_pairs
+from tools_app.signal.windowed import FEATURES
 
 #: Tools that read samples of the recording; the two header tools do not.
 SIGNAL_TOOLS = frozenset(TOOL_NAMES) - {"get_recording_info", "get_channel_list"}
@@ -29,6 +32,19 @@ MAX_POINTS = 2000
 MAX_CHANNELS = 8
 VOLT_TO_MICROVOLT = 1e6
 _CHUNK_SAMPLES = 1 << 20
+
+#: What each time-domain or ratio feature of ``compute_windowed_features`` is, and its unit.
+_FEATURE_TITLES = {
+    "rms_uv": ("RMS", "µV"),
+    "std_uv": ("standard deviation", "µV"),
+    "kurtosis": ("kurtosis", "unitless"),
+    "peak_to_peak_uv": ("peak-to-peak", "µV"),
+    "line_length_uv_s": ("line length", "µV/s"),
+    "hjorth_mobility": ("Hjorth mobility", "unitless"),
+    "zero_crossing_rate_hz": ("zero-crossing rate", "Hz"),
+    "theta_alpha_ratio": ("theta/alpha ratio", "unitless"),
+    "slow_fast_ratio": ("slow/fast ratio", "unitless"),
+}
 
 
 @dataclass(frozen=True)
@@ -227,3 +243,27 @@ def read_signal(recording, window: SignalWindow, *, max_points: int = MAX_POINTS
         }
         for row, name in enumerate(picks)
     ]
+
+
+def plotted_features(names) -> list[str]:
+    """``names`` in the order the windowed tool writes them: time-domain first, then bands from delta
+    through theta, alpha, sigma and beta to gamma; names the tool does not know last, as given."""
+    names = list(dict.fromkeys(names))
+    known = [name for name in FEATURES if name in names]
+    return known + [name for name in names if name not in FEATURES]
+
+
+def feature_title(name: str) -> str:
+    """An axis title for a windowed feature, with its unit: ``line_length_uv_s`` → ``line length (µV/s)``.
+
+    Band powers are in µV², relative powers and ratios have no unit.
+    """
+    if name in _FEATURE_TITLES:
+        title, unit = _FEATURE_TITLES[name]
+    elif name.endswith("_power"):
+        title, unit = f"{name.removesuffix('_power')} power", "µV²"
+    elif name.endswith("_relative"):
+        title, unit = f"{name.removesuffix('_relative')} relative power", "unitless"
+    else:
+        return name.replace("_", " ")
+    return f"{title} ({unit})"

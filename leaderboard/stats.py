@@ -252,30 +252,32 @@ def pareto_frontier(costs: Sequence[float | None], scores: Sequence[float | None
     return [point is not None and not dominated(point) for point in points]
 
 
-def tie_groups(intervals: Sequence[tuple[float, float]]) -> list[int]:
+def tie_groups(intervals: Sequence[tuple[float, float] | None]) -> list[int]:
     """Group consecutive ranks whose intervals overlap the interval of their group's leader.
 
     Parameters
     ----------
-    intervals : sequence of (low, high)
-        Confidence intervals of the ranked entries, best first; an entry without an interval
-        is given as the point ``(score, score)``.
+    intervals : sequence of (low, high) or None
+        Confidence intervals of the ranked entries, best first; None for an entry without an
+        interval (a score published with none), which is never tied with another: equal point
+        scores say nothing about whether two results differ.
 
     Returns
     -------
     groups : list of int
         The 1-based tie group of each entry: the best entry leads group 1; each next entry
         joins the current group while its interval overlaps the leader's, and otherwise leads
-        the next group.
+        the next group. An entry without an interval is a group of its own and ends the
+        current one, so that a group is always a run of consecutive ranks.
     """
     groups: list[int] = []
     leader: tuple[float, float] | None = None
-    for low, high in intervals:
-        if low > high:
-            raise ValueError(f"interval ({low}, {high}) has its low bound above its high bound")
-        if leader is not None and low <= leader[1] and high >= leader[0]:
+    for interval in intervals:
+        if interval is not None and interval[0] > interval[1]:
+            raise ValueError(f"interval {tuple(interval)} has its low bound above its high bound")
+        if interval is not None and leader is not None and interval[0] <= leader[1] and interval[1] >= leader[0]:
             groups.append(groups[-1])
         else:
-            leader = (low, high)
+            leader = interval
             groups.append(groups[-1] + 1 if groups else 1)
     return groups

@@ -10,6 +10,7 @@ urlpatterns = [
     re_path(r"^leaderboard\.(?P<fmt>csv|json)$", views.download, name="download"),
     path("tasks/<str:code>/", views.task, name="task"),
     path("analysis/", views.analysis, name="analysis"),
+    path("runs/", views.runs_list, name="runs"),
     path("runs/new/", views.new_run, name="new_run"),
     path("runs/<int:pk>/", views.run_detail, name="run"),
     path("runs/<int:pk>/progress.json", views.run_progress, name="run_progress"),

@@ -17,32 +17,36 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Paginator
 from django.db import transaction
 from django.db.models import Case, CharField, Count, Exists, F, OuterRef, Q, Sum, Value, When
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST, require_safe
 
 from benchmark.models import Release, Task
-from benchmark.scoring import PRIMARY_METRIC
+from benchmark.scoring import PRIMARY_METRIC, TASK_IDS
 from benchmark.scoring.hypnogram import align, expand_rle
 from benchmark.scoring.seizure import parse_raw_events
-from leaderboard import charts, selectors
+from leaderboard import charts, episode_charts, selectors
 from leaderboard.access import has_ended, is_staff, visible_episode, visible_episodes
 from leaderboard.api.serializers import LeaderboardSerializer
 from leaderboard.comparability import comparability, how_called
-from leaderboard.forms import EpisodeFilterForm, NewRunForm
+from leaderboard.forms import EpisodeFilterForm, NewRunForm, RunFilterForm
 from leaderboard.published import PAPER_BOARD
-from leaderboard.services import item_score
+from leaderboard.models import RunSummary
+from leaderboard.services import current_summary, item_score, task_signatures
 from leaderboard.signal import MAX_POINTS, SIGNAL_TOOLS, read_signal, signal_window, visitor_points
 from leaderboard.templatetags.leaderboard import metric_name
 from runs import execution
+from runs.agents import is_baseline
 from runs.models import TOKEN_FIELDS, Episode, Run, Status, Step
 from runs.redaction import public_error
 from runs.services import create_run
+from runs.workers import WORKER_COMMAND, workers_alive
 from tools_app.recording import RecordingError, open_recording
 
 STEPS_PER_PAGE = 50
 EPISODES_PER_PAGE = 100
+RUNS_PER_PAGE = 50
 INLINE_TEXT_CHARS = 4000
 TABLE_ROWS_SHOWN = 2000
 EPISODE_RELATED = ("run__model", "run__suite__release", "instance__task", "instance__suite__release")
@@ -60,11 +64,13 @@ def references_visible(request: HttpRequest) -> bool:
 _ANSWERED = Q(status=Status.COMPLETED, final_answer__isnull=False)
 # What counts as a correct answer, per task: the right label (T1-T4); every seizure found with no
 # false alarm, which on a seizure-free record means staying silent (T5); a night staged with a
-# macro-F1 of at least 0.5 (T6, which has no single right answer).
+# macro-F1 of at least T6_CORRECT_MACRO_F1 (T6, which has no single right answer). The run page
+# writes this rule beside its outcome column.
+T6_CORRECT_MACRO_F1 = 0.5
 _CORRECT = (
     Q(instance__task__code__in=["T1", "T2", "T3", "T4"], scores__correct=True)
     | Q(instance__task__code="T5", scores__fn=0, scores__fp=0)
-    | Q(instance__task__code="T6", scores__macro_f1__gte=0.5)
+    | Q(instance__task__code="T6", scores__macro_f1__gte=T6_CORRECT_MACRO_F1)
 )
 OUTCOME = Case(
     When(status=Status.FAILED, then=Value("error")),
@@ -116,9 +122,10 @@ def _labels_for(points: list[dict]) -> dict[str, str]:
 
 
 def _chart_points(points, labels: dict[str, str], **fields) -> list[dict]:
-    """Selector points as chart input: ``label``, ``published`` and the ``fields`` renamed (chart name → key)."""
+    """Selector points as chart input: ``label``, ``key`` (the model's colour), ``published`` and the
+    ``fields`` renamed (chart name → key)."""
     return [
-        {"label": labels[point["key"]], "published": point["source"] == "published",
+        {"label": labels[point["key"]], "key": point["key"], "published": point["source"] == "published",
          **{name: point.get(key) for name, key in fields.items()}}
         for point in points
     ]
@@ -132,34 +139,98 @@ def _board_section(board: selectors.Leaderboard) -> dict:
          "ci_high": row.overall_ci[1] if row.overall_ci else None}
         for row in board.rows
     ]
-    return {"board": board, "figure": charts.overall_figure(chart_rows)}
+    figure = charts.overall_figure(chart_rows)
+    return {
+        "board": board,
+        "figure": figure,
+        "markers": _chart_markers(figure),
+        "has_runs": any(not row.is_published for row in board.rows),
+    }
+
+
+# The glyph that stands for a plotly marker symbol in the legend written under a chart.
+MARKER_GLYPHS = {"circle": "●", "diamond": "◆", "square": "■", "triangle-up": "▲", "cross": "✚", "x": "✖"}
+
+
+def _chart_markers(figure: dict) -> list[dict]:
+    """The legend of a figure's marker traces, read from the figure so it always matches what is drawn.
+
+    Each legend trace's ``name``, ``glyph`` (its marker symbol as a character) and ``color`` (blank
+    when its markers have one colour per point).
+    """
+    markers = []
+    for trace in figure["data"]:
+        marker = trace.get("marker")
+        if not marker or not trace.get("name") or trace.get("showlegend") is False:
+            continue
+        color = marker.get("color")
+        markers.append({"name": trace["name"], "glyph": MARKER_GLYPHS.get(marker.get("symbol", "circle"), "●"),
+                        "color": color if isinstance(color, str) else ""})
+    return markers
+
+
+# Table headers short enough for nineteen columns to fit, with the full names the tooltips and
+# the legend give: the task code stands above each header.
+METRIC_HEADERS = {
+    "accuracy": ("Acc", "accuracy"),
+    "macro_f1": ("F1", "macro-F1"),
+    "event_f1": ("Ev-F1", "event-F1"),
+    "dice_s": ("Dice", "Dice@seizure"),
+    "cohen_kappa": ("κ", "Cohen's κ"),
+}
 
 
 def _metric_columns() -> list[dict]:
-    """The leaderboard's task columns: per task its code, name and metrics (primary first)."""
+    """The leaderboard's task columns: per task its code, name and metrics, primary first.
+
+    Each metric is ``{"key", "label", "name", "title", "primary"}``: its key in the row's metrics,
+    its short header, its full name, and the header's tooltip.
+    """
     columns = []
     for task in Task.objects.order_by("code"):
-        metrics = [task.primary_metric, *task.secondary_metrics]
-        columns.append({"code": task.code, "name": task.name, "metrics": metrics, "primary": task.primary_metric})
+        metrics = []
+        for metric in [task.primary_metric, *task.secondary_metrics]:
+            primary = metric == task.primary_metric
+            label, name = METRIC_HEADERS.get(metric, (metric_name(metric), metric_name(metric)))
+            metrics.append({
+                "key": metric,
+                "label": label,
+                "name": name,
+                "title": f"{task.code} {name} ({'primary' if primary else 'secondary'} metric)",
+                "primary": primary,
+            })
+        columns.append({"code": task.code, "name": task.name, "metrics": metrics})
     return columns
 
 
 @require_safe
 def index(request: HttpRequest) -> HttpResponse:
-    """The leaderboard: one table per board (suite), runs and published rows side by side, synthetic boards last."""
+    """The leaderboard: one table per board (suite), the paper's rows on its suite's board, synthetic boards last.
+
+    ``run_boards`` names the boards that show runs, so that a board without any can point to them.
+    """
     filters = _board_filters(request)
     sections = []
     for listed in selectors.boards():
         sections.append(_board_section(selectors.leaderboard(suite=listed.name, **filters)))
     families = sorted({family for section in sections for family in section["board"].families}, key=str.casefold)
+    columns = _metric_columns()
     return render(request, "leaderboard/index.html", {
         "nav": "leaderboard",
         "sections": sections,
-        "columns": _metric_columns(),
+        "run_boards": [section["board"].suite for section in sections if section["has_runs"]],
+        "paper_board": PAPER_BOARD,
+        "columns": columns,
+        "abbreviations": {metric["label"]: metric["name"] for column in columns for metric in column["metrics"]},
         "filters": filters,
         "families": families,
         "query": request.GET.urlencode(),
     })
+
+
+def _download_name(suite: str, fmt: str) -> str:
+    """The file name of a board's download: the site, what it is, the board (``eegagentbench-leaderboard-demo.csv``)."""
+    return f"eegagentbench-leaderboard-{suite}.{fmt}"
 
 
 @require_safe
@@ -175,18 +246,24 @@ def download(request: HttpRequest, fmt: str) -> HttpResponse:
         data = LeaderboardSerializer(board).data
         response = HttpResponse(json.dumps(data, indent=2, ensure_ascii=False, default=str),
                                 content_type="application/json; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="eegagentbench-{board.suite}.{fmt}"'
+    response["Content-Disposition"] = f'attachment; filename="{_download_name(board.suite, fmt)}"'
     return response
 
 
 def _chosen_board(request: HttpRequest) -> tuple[str | None, list]:
-    """The board a task or analysis page shows (``?suite=``, else the first listed) and all boards."""
+    """The board a task or analysis page shows, and all boards.
+
+    ``?suite=``, else the first listed board that has runs (the paper's when it has), else the first
+    listed: a board without runs has none of the per-run analyses (tool use, SNR, confusion matrices).
+    """
     listed = selectors.boards()
     names = [board.name for board in listed]
     wanted = request.GET.get("suite")
     if wanted and wanted not in names:
         raise Http404(f"No board is named {wanted!r}.")
-    return (wanted or (names[0] if names else None)), listed
+    if wanted:
+        return wanted, listed
+    return next((board.name for board in listed if board.n_runs), names[0] if names else None), listed
 
 
 def _confusion_figures(confusion: list[dict], labels: dict[str, str]) -> list[dict]:
@@ -199,11 +276,10 @@ def _confusion_figures(confusion: list[dict], labels: dict[str, str]) -> list[di
 
 def _task_figures(analysis: selectors.TaskAnalysis, labels: dict[str, str]) -> dict:
     """The figures of a task page; those that do not apply to the task are absent."""
-    metric = metric_name(PRIMARY_METRIC[analysis.task])
+    primary = PRIMARY_METRIC[analysis.task]
     figures = {"scores": charts.task_scores_figure(
-        [{"label": labels[row["key"]], "score": row["metrics"][PRIMARY_METRIC[analysis.task]],
-          "published": row["source"] == "published"} for row in analysis.rows],
-        metric=metric,
+        _chart_points([{**row, "score": row["metrics"][primary]} for row in analysis.rows], labels, score="score"),
+        metric=metric_name(primary),
     )}
     if analysis.confusion:
         figures["confusion"] = _confusion_figures(analysis.confusion, labels)
@@ -262,6 +338,8 @@ def analysis(request: HttpRequest) -> HttpResponse:
     data = selectors.analysis(suite=suite)
     labels = _labels_for([_row_point(row) for row in data.rows])
     tool_use = data.tool_use
+    unpriced = [{**_row_point(row), "overall": row.overall}
+                for row in data.rows if row.overall is not None and row.cost_paper_usd is None]
     figures = {
         "distributions": charts.box_plot_figure(
             {task: [{"label": labels[model["key"]], "score": model["score"]} for model in entry["models"]]
@@ -269,9 +347,11 @@ def analysis(request: HttpRequest) -> HttpResponse:
             baselines={task: entry["random_baseline"] for task, entry in data.distributions.items()},
             metric_names={task: metric_name(entry["metric"]) for task, entry in data.distributions.items()},
         ),
-        "cost": charts.cost_figure(_chart_points(
-            data.cost_performance, labels, cost="cost_usd", overall="overall", frontier="on_pareto_frontier"
-        )),
+        "cost": charts.cost_figure(
+            _chart_points(data.cost_performance, labels, cost="cost_usd", overall="overall",
+                          frontier="on_pareto_frontier")
+            + _chart_points(unpriced, labels, overall="overall")
+        ),
         "scale": charts.parameters_figure(_chart_points(
             data.scale, labels, parameters_b="parameters_b", overall="overall"
         )),
@@ -282,6 +362,7 @@ def analysis(request: HttpRequest) -> HttpResponse:
                 f"Bottom-{len(tool_use['bottom'])}": {t: v["bottom"] for t, v in tool_use["median_calls"].items()},
             },
             y_title="Median tool calls per trajectory",
+            empty="No run on this board has completed a trajectory yet.",
         ),
         "tokens": charts.tokens_figure(_chart_points(
             data.tokens, labels, prompt_tokens="prompt_tokens", completion_tokens="completion_tokens"
@@ -389,25 +470,45 @@ def outcome_figure(episode: Episode, *, references: bool) -> dict | None:
         duration = instance.duration_sec or (instance.metadata or {}).get("duration_sec") or 0.0
         predicted = parse_raw_events(prediction.get("seizure_events"))
         reference = parse_raw_events(instance.reference.get("seizure_events")) if references else None
-        return charts.seizure_intervals_figure(predicted, duration_sec=float(duration), reference=reference)
+        return episode_charts.seizure_intervals_figure(predicted, duration_sec=float(duration), reference=reference)
     if task == "T6":
         reference = list(instance.reference.get("epoch_labels_aasm") or [])
         n_epochs = instance.n_epochs or (instance.metadata or {}).get("n_epochs_total") or len(reference)
         predicted = expand_rle(prediction.get("hypnogram_rle", []), int(n_epochs)).labels
         if reference:
             predicted = align(predicted, len(reference))
-        return charts.hypnogram_figure(predicted, reference=reference if references else None)
+        return episode_charts.hypnogram_figure(predicted, reference=reference if references else None)
     return None
 
 
+def seizure_counts_text(scores: dict) -> str:
+    """A T5 record's per-item result in words: the seizures found and the false alarms.
+
+    It is what the scorer gives for a seizure-free record answered with silence, whose Event-F1
+    is undefined: "no events, no false alarms".
+    """
+    tp, fp, fn = (int(scores.get(key) or 0) for key in ("tp", "fp", "fn"))
+    alarms = f"{fp} false alarm{'s' if fp != 1 else ''}"
+    if tp + fn == 0:
+        return "no events, no false alarms" if fp == 0 else f"no seizure, {alarms}"
+    return f"{tp} of {tp + fn} seizure{'s' if tp + fn != 1 else ''} found, {alarms}"
+
+
 def _episode_summary(episode: Episode, *, references: bool) -> dict:
-    """The header, labels and outcome figure of an episode, as the page and the compare view show them."""
+    """The header, labels and outcome figure of an episode, as the page and the compare view show them.
+
+    ``score`` is the item's score (None when undefined or not shown), ``score_note`` the T5 event
+    counts beside it, and ``score_hidden`` whether a score exists that this visitor may not see.
+    """
     task = episode.instance.task
+    scored = bool(episode.scores)
     return {
         "episode": episode,
         "task": task,
         "outcome": shown_outcome(episode.outcome, references=references),
-        "score": item_score(task.code, episode.scores) if references and episode.scores else None,
+        "score": item_score(task.code, episode.scores) if references and scored else None,
+        "score_note": seizure_counts_text(episode.scores) if references and scored and task.code == "T5" else "",
+        "score_hidden": scored and not references,
         "primary_metric": task.primary_metric,
         "labels": _labels(episode, references=references),
         "figure": outcome_figure(episode, references=references),
@@ -421,24 +522,28 @@ def _steps_page(episode: Episode, page_number, *, staff: bool) -> tuple:
     return page, [_step_view(step, episode.pk, staff=staff) for step in page.object_list]
 
 
+def _other_episodes(request: HttpRequest, episode: Episode, *, limit: int):
+    """The other episodes of ``episode``'s instance this visitor may see, by model: what it can be compared with."""
+    same_instance = Episode.objects.filter(instance_id=episode.instance_id).exclude(pk=episode.pk)
+    return (
+        with_outcome(visible_episodes(request, same_instance))
+        .select_related("run__model")
+        .order_by("run__model__name", "-id")[:limit]
+    )
+
+
 @require_safe
 def episode(request: HttpRequest, pk: int) -> HttpResponse:
     """One trajectory: header, prompt, every turn (50 per page, details on demand) and the outcome."""
     episode = visible_episode(request, _episode(pk))
     references = references_visible(request)
     page, steps = _steps_page(episode, request.GET.get("page"), staff=is_staff(request))
-    same_instance = Episode.objects.filter(instance_id=episode.instance_id).exclude(pk=episode.pk)
-    others = (
-        with_outcome(visible_episodes(request, same_instance))
-        .select_related("run__model")
-        .order_by("run__model__name", "-id")[:50]
-    )
     return render(request, "leaderboard/episode.html", {
         "summary": _episode_summary(episode, references=references),
         "prompt": _prompt(episode) if page.number == 1 else None,
         "page": page,
         "steps": steps,
-        "others": others,
+        "others": _other_episodes(request, episode, limit=50),
         "references": references,
     })
 
@@ -510,7 +615,7 @@ def episode_signal(request: HttpRequest, pk: int, index: int) -> JsonResponse:
         raise Http404("This step is not a tool call that read the signal.")
     content = (step.result or {}).get("content")
     features = (
-        charts.windowed_features_figure(content)
+        episode_charts.windowed_features_figure(content)
         if step.tool_name == "compute_windowed_features" and isinstance(content, dict)
         else None
     )
@@ -538,7 +643,7 @@ def episode_signal(request: HttpRequest, pk: int, index: int) -> JsonResponse:
         notes.append(f"Not in the recording: {', '.join(window.missing)}.")
     title = f"{step.tool_name} · {start_sec:.1f}–{stop_sec:.1f} s"
     response = JsonResponse({
-        "figure": charts.signal_figure(traces, title=title),
+        "figure": episode_charts.signal_figure(traces, title=title),
         "features_figure": features,
         "channels": list(window.channels),
         "time_range": [start_sec, stop_sec],
@@ -548,29 +653,45 @@ def episode_signal(request: HttpRequest, pk: int, index: int) -> JsonResponse:
     return response
 
 
+COMPARE_HINT = "Give two episode ids, the numbers in the episodes' addresses (/episodes/<id>/), as ?a=12&b=15."
+
+
+def _episode_id(value: str) -> int | None:
+    """An episode id from the query string; None when ``value`` is not a positive whole number."""
+    return int(value) if value.isascii() and value.isdigit() and int(value) > 0 else None
+
+
+def _compare_error(given: dict[str, str], ids: dict[str, int | None]) -> str:
+    """What is wrong with the ids given to the compare view; empty when they can be looked up."""
+    for key in ("a", "b"):
+        if given[key] and ids[key] is None:
+            return f"“{given[key]}” is not an episode id. {COMPARE_HINT}"
+    if given["b"] and not given["a"]:
+        return f"Give the first episode too. {COMPARE_HINT}"
+    return ""
+
+
 @require_safe
 def compare(request: HttpRequest) -> HttpResponse:
-    """Two episodes of the same instance (two models) side by side."""
-    try:
-        first_pk = int(request.GET.get("a", ""))
-    except ValueError:
-        return HttpResponseBadRequest("Give the episodes to compare as ?a=<id>&b=<id>.")
-    first = visible_episode(request, _episode(first_pk))
+    """Two episodes of the same instance (two models) side by side; without them, a form to choose them.
+
+    No ids: the form. An id that is not a number, a second episode without a first, or episodes of
+    two instances: the form again saying what is wrong (400). An episode that does not exist, or
+    that a visitor may not see yet, is a 404 like any other.
+    """
+    given = {key: request.GET.get(key, "").strip() for key in ("a", "b")}
+    ids = {key: _episode_id(value) for key, value in given.items()}
+    error = _compare_error(given, ids)
+    if error or not given["a"]:
+        status = 400 if error else 200
+        return render(request, "leaderboard/compare.html", {"given": given, "error": error}, status=status)
+    first = visible_episode(request, _episode(ids["a"]))
+    second = visible_episode(request, _episode(ids["b"])) if ids["b"] else None
+    if second is not None and second.instance_id != first.instance_id:
+        error = (f"Episodes {first.pk} ({first.record_id}) and {second.pk} ({second.record_id}) are of different "
+                 "instances: compare two episodes of one instance, e.g. two models on the same record.")
+        return render(request, "leaderboard/compare.html", {"given": given, "error": error}, status=400)
     references = references_visible(request)
-    same_instance = Episode.objects.filter(instance_id=first.instance_id).exclude(pk=first.pk)
-    candidates = (
-        with_outcome(visible_episodes(request, same_instance))
-        .select_related("run__model")
-        .order_by("run__model__name", "-id")[:100]
-    )
-    second = None
-    if request.GET.get("b"):
-        try:
-            second = visible_episode(request, _episode(int(request.GET["b"])))
-        except ValueError:
-            raise Http404("No such episode.") from None
-        if second.instance_id != first.instance_id:
-            return HttpResponseBadRequest("These episodes are of different instances; compare two runs of one instance.")
     sides = []
     for chosen in (first, second):
         if chosen is None:
@@ -578,9 +699,10 @@ def compare(request: HttpRequest) -> HttpResponse:
         page, steps = _steps_page(chosen, 1, staff=is_staff(request))
         sides.append({"summary": _episode_summary(chosen, references=references), "page": page, "steps": steps})
     return render(request, "leaderboard/compare.html", {
+        "given": given,
         "first": first,
         "sides": sides,
-        "candidates": candidates,
+        "candidates": _other_episodes(request, first, limit=100),
         "references": references,
     })
 
@@ -654,9 +776,52 @@ def _filtered_episodes(request: HttpRequest, run: Run, form: EpisodeFilterForm):
     return episodes
 
 
+def has_scores(completeness: dict) -> bool:
+    """Whether a task summary scores anything yet: an episode of the task has ended (answered or failed)."""
+    return completeness["completed"] + completeness["noncompleted"] > 0
+
+
+def can_cancel(run: Run) -> bool:
+    """Whether staff may cancel the run (``run_cancel``): it has not ended."""
+    return run.status in (Status.PENDING, Status.RUNNING)
+
+
+def can_resume(run: Run) -> bool:
+    """Whether staff may resume the run (``run_resume``): one played here that failed, was cancelled or is stuck."""
+    return run.source == Run.Source.RUN and run.status in (Status.FAILED, Status.CANCELLED, Status.RUNNING)
+
+
+def run_scores(run: Run) -> dict:
+    """A run page's scores: its task rows and its Overall, neither shown as scored before anything has ended.
+
+    Returns ``tasks`` (``selectors.run_task_rows`` with ``scored``: an episode of the task has
+    ended), ``unscored`` (the codes of the others) and ``overall``: None, or its ``score``, 95%
+    ``ci`` (None without one), ``official`` and ``so_far`` (episodes still to end), given only
+    once every one of the six tasks has an ended episode.
+    """
+    tasks = [{**row, "scored": has_scores(row["completeness"])} for row in selectors.run_task_rows(run)]
+    unscored = [row["task"] for row in tasks if not row["scored"]]
+    summary = current_summary(run, stored=RunSummary.objects.filter(run=run).first())
+    overall = None
+    if summary.overall is not None and not unscored:
+        overall = {
+            "score": summary.overall,
+            "ci": summary.overall_ci,
+            "official": summary.overall_official,
+            "so_far": any(row["completeness"]["missing"] for row in tasks),
+        }
+    return {"tasks": tasks, "unscored": unscored, "overall": overall}
+
+
+def waiting_for_a_worker(run: Run) -> bool:
+    """Episodes of the run are queued (not played by a ``--sync`` command) and no queue worker is up."""
+    queued = run.episodes.filter(status=Status.PENDING, queued_at__isnull=False)
+    return run.source == Run.Source.RUN and queued.exists() and not workers_alive()
+
+
 @require_safe
 def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    """A run: live progress, per-task metrics, and its episodes, filterable and searchable."""
+    """A run: live progress, its Overall, per-task metrics, and its episodes, filterable and searchable."""
     runs = Run.objects.select_related("model", "suite__release", "created_by").defer(*Release.unread("suite__release"))
     run = get_object_or_404(runs, pk=pk)
     references = references_visible(request)
@@ -672,6 +837,10 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "episode": episode,
             "outcome": shown_outcome(episode.outcome, references=references),
             "score": item_score(episode.instance.task.code, episode.scores) if references and episode.scores else None,
+            "score_note": (
+                seizure_counts_text(episode.scores)
+                if references and episode.scores and episode.instance.task.code == "T5" else ""
+            ),  # fmt: skip
             "visible": staff or has_ended(episode),  # a visitor follows no link into a running episode
         }
         for episode in page.object_list
@@ -683,14 +852,74 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "comparability": comparability(run),
         "called": how_called(run),
         "progress": run_progress_data(run),
-        "tasks": selectors.run_task_rows(run),
+        "baseline": is_baseline(run.model.provider_model),
+        **run_scores(run),
+        "no_worker": waiting_for_a_worker(run),
+        "worker_command": WORKER_COMMAND,
+        "t6_cut_off": T6_CORRECT_MACRO_F1,
         "form": form,
         "page": page,
         "rows": rows,
         "query": query.urlencode(),
         "references": references,
-        "can_cancel": run.status in (Status.PENDING, Status.RUNNING),
-        "can_resume": run.source == Run.Source.RUN and run.status in (Status.FAILED, Status.CANCELLED, Status.RUNNING),
+        "can_cancel": can_cancel(run),
+        "can_resume": can_resume(run),
+    })
+
+
+def listed_score(summary: RunSummary | None) -> dict:
+    """A run's score in the runs list, from its summary.
+
+    ``overall`` and its ``ci`` once all six tasks score something (else None); otherwise ``tasks``,
+    the primary metric of each task that does, as (code, metric, score); empty when none does.
+    """
+    tasks = summary.tasks if summary is not None else {}
+    scored = [code for code in TASK_IDS if code in tasks and has_scores(tasks[code]["completeness"])]
+    if summary is not None and summary.overall is not None and len(scored) == len(TASK_IDS):
+        return {"overall": summary.overall, "ci": summary.overall_ci, "tasks": []}
+    return {"overall": None, "ci": None,
+            "tasks": [(code, tasks[code]["primary_metric"], tasks[code]["primary_score"]) for code in scored]}
+
+
+@require_safe
+def runs_list(request: HttpRequest) -> HttpResponse:
+    """Every run, newest first, filterable by status, model and suite; staff also see its cancel and resume buttons.
+
+    Anyone may read it: a run's counts and scores are on its page too; nothing of an episode is shown.
+    """
+    form = RunFilterForm(request.GET or None)
+    runs = (
+        selectors.run_list(**form.selection())
+        .select_related("created_by", "leaderboard_summary")
+        .defer("leaderboard_summary__items", "leaderboard_summary__tool_use")
+    )
+    page = Paginator(runs, RUNS_PER_PAGE).get_page(request.GET.get("page"))
+    # Scores as they stand, as on the leaderboard: a stored summary when it is up to date (the
+    # runs side keeps it so), else re-scored in memory; none for a run with no ended episode.
+    scored = [run for run in page.object_list if run.n_completed + run.n_failed]
+    signatures = task_signatures(run_ids=[run.pk for run in scored])
+    summaries = {
+        run.pk: current_summary(run, stored=getattr(run, "leaderboard_summary", None), signatures=signatures[run.pk])
+        for run in scored
+    }
+    rows = [
+        {
+            "run": run,
+            "score": listed_score(summaries.get(run.pk)),
+            "ended": run.n_completed + run.n_failed + run.n_cancelled,
+            "can_cancel": can_cancel(run),
+            "can_resume": can_resume(run),
+        }
+        for run in page.object_list
+    ]
+    query = request.GET.copy()
+    query.pop("page", None)
+    return render(request, "leaderboard/runs.html", {
+        "nav": "runs",
+        "form": form,
+        "page": page,
+        "rows": rows,
+        "query": query.urlencode(),
     })
 
 

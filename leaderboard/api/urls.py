@@ -1,11 +1,11 @@
-"""Routes of the REST API, mounted at /api/ by config/urls.py."""
+"""Routes of the REST API, mounted at /api/ by config/urls.py; /api/ itself lists them."""
 from django.urls import path
 
 from leaderboard.api import views
 
 app_name = "api"
 
-urlpatterns = [
+endpoints = [
     path("leaderboard/", views.LeaderboardView.as_view(), name="leaderboard"),
     path("runs/", views.RunListView.as_view(), name="runs"),
     path("runs/<int:run_id>/", views.RunDetailView.as_view(), name="run"),
@@ -13,3 +13,5 @@ urlpatterns = [
     path("tasks/", views.TaskListView.as_view(), name="tasks"),
     path("instances/", views.InstanceListView.as_view(), name="instances"),
 ]
+
+urlpatterns = [path("", views.ApiRootView.as_view(patterns=endpoints), name="root"), *endpoints]

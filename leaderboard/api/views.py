@@ -5,7 +5,10 @@ read, nothing here writes. The suite's answer key (instance references) goes to 
 episode's score, which tells its reference, follows the pages' rule: staff always, visitors when
 ``EEGAB_PUBLIC_REFERENCES`` is on.
 """
+import re
+
 from django.conf import settings
+from django.urls import reverse
 from rest_framework.exceptions import NotFound
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.response import Response
@@ -15,7 +18,10 @@ from rest_framework.views import APIView
 from leaderboard.access import has_ended, is_staff
 from leaderboard import selectors
 from leaderboard.api import serializers
+from leaderboard.api.base import Endpoint, view_description
 from runs.models import Episode, Run
+
+PATH_PARAMETER = re.compile(r"<(?:\w+:)?(\w+)>")
 
 
 class Pagination(PageNumberPagination):
@@ -45,7 +51,36 @@ def _scores_visible(request) -> bool:
     return _is_staff(request) or bool(getattr(settings, "EEGAB_PUBLIC_REFERENCES", False))
 
 
-class LeaderboardView(APIView):
+class ApiRootView(Endpoint):
+    """The API's endpoints, each with its address, methods and what it gives.
+
+    Anyone may read them; they are throttled, and references go to staff only. Agents playing a
+    run's episodes use the environment API, with the run's key, from ``/api/env/runs/``.
+    """
+
+    name = "EEGAgentBench API"
+    #: The URL patterns this index lists; the URLconf that routes them passes them in.
+    patterns: list = []
+
+    def get(self, request):
+        root = request.build_absolute_uri(reverse("api:root"))
+        endpoints = {}
+        for pattern in self.patterns:
+            view = pattern.callback.view_class
+            endpoints[pattern.name] = {
+                "url": root + PATH_PARAMETER.sub(r"{\1}", str(pattern.pattern)),  # runs/<int:run_id>/ → runs/{run_id}/
+                "methods": [method.upper() for method in ("get", "post") if hasattr(view, method)],
+                "description": view_description(view.__doc__ or "").split("\n\n")[0],
+            }
+        endpoints["environment"] = {
+            "url": request.build_absolute_uri(reverse("env:runs")),
+            "methods": ["GET", "POST"],
+            "description": "The environment API, for agents that play a run's episodes: a run's bearer key required.",
+        }
+        return Response(endpoints)
+
+
+class LeaderboardView(Endpoint):
     """``GET /api/leaderboard/?suite=S[&source=run|published][&family=F][&weights=open|proprietary]``."""
 
     def get(self, request):
@@ -56,7 +91,7 @@ class LeaderboardView(APIView):
         return Response(serializers.LeaderboardSerializer(board).data)
 
 
-class RunListView(APIView):
+class RunListView(Endpoint):
     """``GET /api/runs/[?suite=S][&status=…][&model=…]``, newest first, paginated."""
 
     def get(self, request):
@@ -64,7 +99,7 @@ class RunListView(APIView):
         return _paginated(self, runs, serializers.RunSerializer)
 
 
-class RunDetailView(APIView):
+class RunDetailView(Endpoint):
     """``GET /api/runs/<id>/``: the run, its scores and every episode."""
 
     def get(self, request, run_id: int):
@@ -76,7 +111,7 @@ class RunDetailView(APIView):
         return Response(serializers.RunDetailSerializer(detail, context=context).data)
 
 
-class EpisodeDetailView(APIView):
+class EpisodeDetailView(Endpoint):
     """``GET /api/episodes/<id>/``: the episode, its outcome and its steps."""
 
     def get(self, request, episode_id: int):
@@ -91,14 +126,14 @@ class EpisodeDetailView(APIView):
         return Response(data)
 
 
-class TaskListView(APIView):
+class TaskListView(Endpoint):
     """``GET /api/tasks/``: the six tasks, paginated like every list."""
 
     def get(self, request):
         return _paginated(self, selectors.task_list(), serializers.TaskSerializer)
 
 
-class InstanceListView(APIView):
+class InstanceListView(Endpoint):
     """``GET /api/instances/?suite=S[&task=Tn]``: references and other hidden fields for staff only."""
 
     def get(self, request):

@@ -7,6 +7,7 @@ from django.core.management.base import CommandError
 
 from benchmark.scoring import SECONDARY_METRICS
 from runs import execution
+from runs.agents import is_baseline
 from runs.models import Run, Status
 
 BAR_WIDTH = 24
@@ -37,16 +38,13 @@ class ProgressBar:
         self.last = None
 
     def update(self, run: Run) -> None:
-        run = Run.objects.get(pk=run.pk)
+        run = Run.objects.select_related("model").get(pk=run.pk)
         progress = run.progress()
         total = sum(progress.values())
         ended = sum(progress[status] for status in execution.FINISHED)
         failed = progress[Status.FAILED]
         tokens = run.prompt_tokens + run.completion_tokens
-        if run.cost_usd is None:
-            cost = "unpriced" if tokens else "$0"
-        else:
-            cost = f"${run.cost_usd:.4f}"
+        cost = cost_text(run.model.provider_model, run.cost_usd, tokens=tokens)
         filled = round(BAR_WIDTH * ended / total) if total else BAR_WIDTH
         line = (
             f"[{'#' * filled}{'.' * (BAR_WIDTH - filled)}] {ended}/{total} episodes · "
@@ -109,6 +107,19 @@ def report(command, run: Run, *, as_json: bool) -> None:
     command.stdout.write(json.dumps(data, ensure_ascii=False) if as_json else metrics_table(data))
 
 
+def cost_text(provider_model: str, cost_usd, *, tokens: int) -> str:
+    """A run's cost as the commands print it, the same on every line.
+
+    The built-in baselines call no model: free. A model with no price is unpriced (its cost is
+    unknown, not $0); before any model call there is no cost yet.
+    """
+    if is_baseline(provider_model):
+        return "free (built-in baseline)"
+    if cost_usd is None:
+        return "unpriced" if tokens else "no cost yet"
+    return f"${cost_usd:.4f}"
+
+
 def _score(value) -> str:
     return "-" if value is None else f"{value:.4f}"
 
@@ -139,6 +150,7 @@ def metrics_table(report: dict) -> str:
         note = "official" if report["overall_official"] else "partial: not every task is official"
     lines.append(f"{'Overall':<8}{'':>9}  {'mean':<10}{_score(overall):>8}  ({note})")
     usage = report["usage"]
-    cost = "unpriced" if usage["cost_usd"] is None else f"${usage['cost_usd']:.4f}"
+    tokens = usage["prompt_tokens"] + usage["completion_tokens"]
+    cost = cost_text(report["provider_model"], usage["cost_usd"], tokens=tokens)
     lines += ["", f"tokens: {usage['prompt_tokens']:,} prompt, {usage['completion_tokens']:,} completion · cost {cost}"]
     return "\n".join(lines)

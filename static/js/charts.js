@@ -1,12 +1,29 @@
 // Renders the plotly figures the server built: every element with data-figure="<id>" is drawn
-// from the JSON in <script id="<id>" type="application/json"> (Django's json_script).
+// from the JSON in <script id="<id>" type="application/json"> (Django's json_script). A figure
+// {"empty": message} is that sentence instead of a chart. The mode bar never covers a legend or a
+// title: it shows only under the pointer, and not at all on a screen that cannot hover (a phone),
+// where plotly would otherwise show it for good.
 (function () {
   "use strict";
 
-  var CONFIG = { displaylogo: false, responsive: true, modeBarButtonsToRemove: ["lasso2d", "select2d"] };
+  var CAN_HOVER = !(window.matchMedia && window.matchMedia("(hover: none)").matches);
+  var CONFIG = {
+    displaylogo: false,
+    displayModeBar: CAN_HOVER ? "hover" : false,
+    responsive: true,
+    modeBarButtonsToRemove: ["lasso2d", "select2d"],
+  };
 
   function plot(element, figure) {
-    if (!window.Plotly || !figure) {
+    if (!figure) {
+      return Promise.resolve();
+    }
+    if (figure.empty) {
+      element.textContent = figure.empty;
+      element.classList.add("chart-empty");
+      return Promise.resolve();
+    }
+    if (!window.Plotly) {
       return Promise.resolve();
     }
     var layout = Object.assign({ autosize: true }, figure.layout || {});

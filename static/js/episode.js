@@ -3,6 +3,17 @@
 (function () {
   "use strict";
 
+  // The signal plot and the feature plot of one step share the call's time range (and, set by the
+  // server, their left and right margins), so their time axes line up one above the other.
+  function onTimeRange(figure, timeRange) {
+    if (!figure || figure.empty || !timeRange) {
+      return figure;
+    }
+    var layout = Object.assign({}, figure.layout);
+    layout.xaxis = Object.assign({}, layout.xaxis, { range: timeRange.slice(), autorange: false });
+    return Object.assign({}, figure, { layout: layout });
+  }
+
   function showSignal(container) {
     var signal = container.querySelector("[data-role=signal]");
     var features = container.querySelector("[data-role=features]");
@@ -14,13 +25,13 @@
         notes.textContent = (data.notes || []).join(" ");
         var drawn = [];
         if (data.figure) {
-          drawn.push(window.eegab.plot(signal, data.figure));
+          drawn.push(window.eegab.plot(signal, onTimeRange(data.figure, data.time_range)));
         } else {
           signal.hidden = true;
         }
         if (data.features_figure) {
           features.hidden = false;
-          drawn.push(window.eegab.plot(features, data.features_figure));
+          drawn.push(window.eegab.plot(features, onTimeRange(data.features_figure, data.time_range)));
         }
         return Promise.all(drawn);
       })

@@ -39,13 +39,18 @@ pytestmark = [
 ]
 
 
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory):
+def start_chromium(profile: Path, *flags: str) -> webdriver.Chrome:
+    """Headless Debian Chromium with its own profile directory and any ``flags`` beyond the usual ones."""
     options = webdriver.ChromeOptions()
     options.binary_location = str(CHROMIUM)
-    for flag in (*CHROMIUM_FLAGS, f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}"):
+    for flag in (*CHROMIUM_FLAGS, *flags, f"--user-data-dir={profile}"):
         options.add_argument(flag)
-    driver = webdriver.Chrome(service=webdriver.ChromeService(executable_path=str(CHROMEDRIVER)), options=options)
+    return webdriver.Chrome(service=webdriver.ChromeService(executable_path=str(CHROMEDRIVER)), options=options)
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    driver = start_chromium(tmp_path_factory.mktemp("chromium-profile"))
     yield driver
     driver.quit()
 
@@ -127,7 +132,7 @@ def test_staff_creates_a_run(browser, live_server, board, staff_user):
     browser.find_element(By.NAME, "password").send_keys("staff-password")
     browser.find_element(By.CSS_SELECTOR, "form.stacked button[type=submit]").click()
     form = wait_for(browser, "#new-run-form")[0]
-    Select(form.find_element(By.NAME, "model")).select_by_visible_text("Alpha-1")
+    Select(form.find_element(By.NAME, "model")).select_by_visible_text("Alpha-1 — openai/alpha-1")
     Select(form.find_element(By.NAME, "suite")).select_by_value(str(board.suite.pk))
     form.find_element(By.NAME, "name").send_keys("browser run")
     form.find_element(By.NAME, "limit").send_keys("1")

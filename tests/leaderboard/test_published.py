@@ -181,7 +181,9 @@ def test_import_published_refuses_a_board_that_is_not_a_slug(db):
 
 def test_the_command_reports_what_it_loaded(db, capsys):
     call_command("import_published")
-    assert "Board eegagentbench: 29 published rows (29 models created" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "Board eegagentbench: the paper's 29 published rows are loaded. 29 of their models were new" in out
+    assert "0 already known had blank details" in out and "0 rows of an earlier import" in out
     call_command("import_published", "--board", "other-board")
     assert PublishedResult.objects.filter(board="other-board").count() == 29
 

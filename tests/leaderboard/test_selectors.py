@@ -9,7 +9,6 @@ from django.test.utils import CaptureQueriesContext
 from benchmark.models import ModelSpec
 from benchmark.scoring import PRIMARY_METRIC, SECONDARY_METRICS, TASK_IDS, ScoringItem, overall, score_task
 from leaderboard import selectors, services
-from leaderboard.models import RunSummary
 from leaderboard.published import PAPER_BOARD, read_published
 from leaderboard.services import import_published, refresh_run_summary
 from runs.models import Episode, Run, Status, Step
@@ -111,13 +110,15 @@ def test_published_costs_are_the_papers_formula_for_the_19_priced_models(db):
     assert _row(result, "published-Qwen3-8B").cost_usd is None
 
 
-def test_equal_published_overalls_share_a_tie_group(db):
+def test_equal_published_overalls_are_not_tied_without_intervals(db):
     import_published()
     result = selectors.leaderboard(source="published")
     flash, qwen = _row(result, "published-DeepSeek-V4-Flash"), _row(result, "published-Qwen3.5-35B-A3B")
-    assert flash.tie_group == qwen.tie_group and flash.tie_range == qwen.tie_range
-    assert flash.tie_range[1] - flash.tie_range[0] == 1
+    assert flash.overall == qwen.overall  # both 0.459 in Table 2
+    assert flash.tie_group != qwen.tie_group
+    assert flash.tie_range == (flash.rank, flash.rank) and qwen.tie_range == (qwen.rank, qwen.rank)
     assert [row.rank for row in result.rows] == list(range(1, 30))
+    assert [row.tie_group for row in result.rows] == list(range(1, 30))
     assert result.rows[0].model == "GPT-5.6-sol" and result.rows[0].tie_range == (1, 1)
 
 

@@ -26,7 +26,9 @@ class Command(BaseCommand):
         except (PublishedDataError, ValueError) as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(
-            f"Board {result.board}: {result.rows} published rows "
-            f"({result.models_created} models created, {result.models_completed} completed, "
-            f"{result.rows_removed} old rows removed)."
+            f"Board {result.board}: the paper's {result.rows} published rows are loaded. "
+            f"{result.models_created} of their models were new to the platform and added; "
+            f"{result.models_completed} already known had blank details (family, size, context window, prices) "
+            f"filled in from the paper; {result.rows_removed} rows of an earlier import that the paper "
+            "no longer lists were removed."
         )
