@@ -2,7 +2,8 @@
 
 Skipped when Debian's Chromium or its driver is missing (``apt-get install chromium chromium-driver``),
 except under ``CI=true``, where a skip fails the run (``tests/conftest.py``). With ``EEGAB_SCREENSHOTS=1`` the
-leaderboard and an episode page are saved to ``docs/screenshots/`` (for the README).
+leaderboard and an episode page of the demo's data are saved to ``docs/screenshots/`` for the README
+(``tests/leaderboard/test_browser_charts.py``).
 """
 import os
 from pathlib import Path
@@ -70,7 +71,7 @@ def wait_for(browser, selector: str, *, root=None):
 
 
 def screenshot(browser, name: str) -> None:
-    """Save the whole page as docs/screenshots/<name>.png when EEGAB_SCREENSHOTS=1."""
+    """Save the whole page as docs/screenshots/<name>.png when EEGAB_SCREENSHOTS=1 (the README's, from the demo's data)."""
     if os.environ.get("EEGAB_SCREENSHOTS") != "1":
         return
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
@@ -93,7 +94,6 @@ def test_leaderboard_draws_its_chart(browser, live_server, board):
     markers = browser.find_elements(By.CSS_SELECTOR, "[data-figure='overall-bench'] .scatterlayer .point")
     assert len(markers) >= 2 + 29  # two runs and the paper's rows
     assert "Alpha-1" in browser.page_source and "GPT-5.6-sol" in browser.page_source
-    screenshot(browser, "leaderboard")
 
 
 def test_leaderboard_sorts_a_column(browser, live_server, board):
@@ -123,7 +123,6 @@ def test_episode_step_expands_to_its_signal_plot(browser, live_server, board):
     traces = item.find_elements(By.CSS_SELECTOR, "[data-role='signal'] .scatterlayer .trace")
     assert len(traces) == 3  # the three channels the call asked for
     assert "EEG1: windows" in item.text
-    screenshot(browser, "episode")
 
 
 def test_staff_creates_a_run(browser, live_server, board, staff_user):

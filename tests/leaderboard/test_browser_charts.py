@@ -19,6 +19,7 @@ from tests.leaderboard.test_browser import (  # noqa: F401 (pytest fixtures)
     board,
     browser,
     pytestmark,
+    screenshot,
     start_chromium,
     wait_for,
 )
@@ -148,3 +149,29 @@ def test_a_steps_signal_and_feature_plots_share_their_time_axis(browser, live_se
     assert signal["range"] == features["range"] == [0, 20]  # the call's tmin and tmax
     assert abs(signal["offset"] - features["offset"]) < 0.5
     assert abs(signal["length"] - features["length"]) < 0.5
+
+
+def test_the_demo_site_as_the_readme_shows_it(browser, live_server, demo):
+    """The leaderboard and a played episode with a step's signal open: the README's screenshots (EEGAB_SCREENSHOTS=1)."""
+    from runs.models import Episode, Status, Step
+
+    browser.get(live_server.url + reverse("leaderboard:index"))
+    wait_for(browser, f"[data-figure='overall-{demo.name}'] svg.main-svg")
+    assert "baseline/heuristic" in browser.page_source or "heuristic" in browser.page_source.lower()
+    screenshot(browser, "leaderboard")
+
+    step = (
+        Step.objects.filter(episode__run__model__provider_model="baseline/heuristic", episode__status=Status.COMPLETED,
+                            episode__instance__task__code="T5", kind=Step.Kind.TOOL_CALL,
+                            tool_name="compute_windowed_features")
+        .order_by("episode_id", "index").first()
+    )  # fmt: skip
+    episode = Episode.objects.get(pk=step.episode_id)
+    browser.get(live_server.url + reverse("leaderboard:episode", args=[episode.pk]))
+    wait_for(browser, f"[data-figure='outcome-{episode.pk}'] svg.main-svg")
+    item = browser.find_element(By.ID, f"step-{step.index}")
+    item.find_element(By.CSS_SELECTOR, "details.step-details > summary").click()
+    assert wait_for(browser, "[data-role='signal'] svg.main-svg", root=item)[0].is_displayed()
+    wait_for(browser, "[data-role='features'] svg.main-svg", root=item)
+    browser.execute_script("arguments[0].scrollIntoView()", item)
+    screenshot(browser, "episode")
