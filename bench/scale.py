@@ -340,6 +340,17 @@ def tool_latencies(run) -> list[float]:
     return sorted(Step.objects.filter(episode__run=run, kind=Step.Kind.TOOL_CALL).values_list("latency_ms", flat=True))
 
 
+def slowest_tools(run, count: int = 3) -> str:
+    """The tools with the highest p95 latency in ``run``, with their p95 and median, ms."""
+    from runs.models import Step
+
+    by_tool: dict[str, list[float]] = {}
+    for name, latency in Step.objects.filter(episode__run=run, kind=Step.Kind.TOOL_CALL).values_list("tool_name", "latency_ms"):
+        by_tool.setdefault(name, []).append(latency)
+    ranked = sorted(by_tool.items(), key=lambda item: -percentile(item[1], 95))[:count]
+    return ", ".join(f"{name} p95 {percentile(values, 95):.0f} / p50 {percentile(values, 50):.0f}" for name, values in ranked)
+
+
 def check_played(run) -> None:
     from runs.models import Status
 
@@ -385,6 +396,7 @@ def default_transport(suite, database: Path, episodes: int) -> dict:
         reads = json.loads(reader.communicate(timeout=600)[0].strip().splitlines()[-1])
     check_played(run)
     return {"wall": wall, "ideal": ideal, "tools": tool_latencies(run), "rss": peak_rss_mb(), "reads": reads, "cpu": cpu,
+            "slowest": slowest_tools(run),
             "turns": sum(run.episodes.values_list("n_turns", flat=True))}  # fmt: skip
 
 
@@ -425,7 +437,7 @@ def two_workers(suite, database: Path, episodes: int, workdir: Path, redis_url: 
                 if time.monotonic() > deadline:
                     raise SystemExit("the qclusters did not start:\n" + (workdir / "qcluster-0.log").read_text())
                 time.sleep(0.2)
-            started = time.perf_counter()
+            started, cpu_started = time.perf_counter(), cluster_cpu_sec(clusters)
             execution.queue_run(run_id=run.pk)
             peak = 0.0
             while Episode.objects.filter(run=run).exclude(status__in=FINISHED).exists():
@@ -433,7 +445,7 @@ def two_workers(suite, database: Path, episodes: int, workdir: Path, redis_url: 
                 if time.perf_counter() - started > 1200:
                     raise SystemExit("the two workers did not finish within 20 minutes")
                 time.sleep(0.25)
-            wall = time.perf_counter() - started
+            wall, cpu = time.perf_counter() - started, cluster_cpu_sec(clusters) - cpu_started
     finally:
         for process in clusters:
             process.send_signal(signal.SIGTERM)
@@ -443,7 +455,28 @@ def two_workers(suite, database: Path, episodes: int, workdir: Path, redis_url: 
             except subprocess.TimeoutExpired:
                 process.kill()
     check_played(run)
-    return {"wall": wall, "ideal": ideal_seconds(run), "tools": tool_latencies(run), "rss": peak}
+    return {"wall": wall, "ideal": ideal_seconds(run), "tools": tool_latencies(run), "rss": peak, "cpu": cpu,
+            "slowest": slowest_tools(run),
+            "turns": sum(run.episodes.values_list("n_turns", flat=True)), "cpu_of": "the two clusters' processes"}
+
+
+def cluster_cpu_sec(clusters) -> float:
+    """Processor time used so far by the clusters' processes (each cluster and all its descendants), seconds."""
+    parents, ticks = {}, {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        parents[stat.parent.name] = fields[1]
+        ticks[stat.parent.name] = int(fields[11]) + int(fields[12])  # utime, stime (clock ticks)
+    tree = {str(process.pid) for process in clusters}
+    grown = True
+    while grown:  # the cluster forks a sentinel, which forks the workers
+        found = {pid for pid, parent in parents.items() if parent in tree} - tree
+        tree |= found
+        grown = bool(found)
+    return sum(ticks.get(pid, 0) for pid in tree) / os.sysconf("SC_CLK_TCK")
 
 
 def worker_rss_mb(cluster_pid: int) -> float:
@@ -473,8 +506,10 @@ def report_run(label: str, figures: dict, targets: list) -> None:
     print(f"   {label}: {figures['wall']:.2f} s against an ideal {figures['ideal']:.2f} s · {ratio:.0%} of ideal · "
           f"{len(tools)} tool calls: p50 {percentile(tools, 50):.1f} ms, p95 {percentile(tools, 95):.1f} ms, "
           f"max {max(tools):.1f} ms · peak RSS of a worker {figures['rss']:.0f} MB")  # fmt: skip
+    print(f"   slowest tools (ms): {figures['slowest']}")
     if "cpu" in figures:
-        print(f"   processor time of the episodes' process: {figures['cpu']:.2f} s, "
+        of = figures.get("cpu_of", "the episodes' process")
+        print(f"   processor time of {of}: {figures['cpu']:.2f} s, "
               f"{1000 * figures['cpu'] / figures['turns']:.1f} ms a turn ({figures['turns']} turns)")
     targets += [(f"{label}: throughput >= 70% of ideal", ratio >= 0.70),
                 (f"{label}: tool p95 < 100 ms", percentile(tools, 95) < 100),
