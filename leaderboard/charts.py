@@ -5,8 +5,9 @@ of the plotly package, so every chart works offline. Each builder takes what its
 (lists and dicts of numbers and names) and nothing from the database, so it is testable alone.
 Figures follow the paper's: box plots with random baselines (Fig. 5), cost against Overall with
 the Pareto frontier (Fig. 6), parameters against Overall (Fig. 1), tool use (Fig. 4), miss against
-over-alarm rate (Fig. 7a), macro-F1 by duration (Fig. 7d) and the SNR dose-response (Fig. 8). An
-episode's charts are in ``leaderboard.episode_charts``.
+over-alarm rate (Fig. 7a), macro-F1 by duration (Fig. 7d) and the SNR dose-response (Fig. 8); beyond
+the paper, how stable the runs' ranks are across bootstrap resamples. An episode's charts are in
+``leaderboard.episode_charts``.
 
 A chart with nothing to draw says so in its ``"empty"`` sentence (see :func:`empty_figure`); a figure may
 carry a ``"note"``, a sentence printed under it (what the chart leaves out). A model has one colour
@@ -494,14 +495,27 @@ def tokens_figure(rows: Sequence[Mapping]) -> dict:
     }
 
 
-def task_scores_figure(rows: Sequence[Mapping], *, metric: str) -> dict:
+# The reference line of the one-feature shortcut audit on a task's scores chart.
+AUDIT_LINE_LABEL = "one feature, cross-validated on the answer key"
+
+
+def task_scores_figure(rows: Sequence[Mapping], *, metric: str, audit_score: float | None = None) -> dict:
     """One task's primary score per model, as sorted bars in the models' colours (the paper's rows hatched).
 
-    ``rows``: ``{"label", "key", "score", "published"}``.
+    ``rows``: ``{"label", "key", "score", "published"}``. ``audit_score``: the one-feature shortcut
+    audit's cross-validated score, drawn as a dashed, labelled reference line (not a bar: it is
+    no model).
     """
     rows = sorted((row for row in rows if row.get("score") is not None), key=lambda row: row["score"])
     if not rows:
         return empty_figure("No scores yet.")
+    reference = {} if audit_score is None else {
+        "shapes": [{"type": "line", "xref": "x", "yref": "paper", "x0": audit_score, "x1": audit_score,
+                    "y0": 0, "y1": 1, "line": {"color": "#555", "width": 2, "dash": "dash"}}],
+        "annotations": [{"xref": "x", "yref": "paper", "x": audit_score, "y": 1, "yanchor": "bottom",
+                         "xanchor": "right" if audit_score > 0.5 else "left", "showarrow": False,
+                         "text": f"{AUDIT_LINE_LABEL}: {audit_score:.3f}", "font": {"size": 11, "color": "#555"}}],
+    }
     return {
         "data": [{
             "type": "bar",
@@ -519,9 +533,10 @@ def task_scores_figure(rows: Sequence[Mapping], *, metric: str) -> dict:
         }],
         "layout": base_layout(
             height=max(240, 60 + 20 * len(rows)),
-            margin={"l": 20, "r": 48, "t": 20, "b": 50},
+            margin={"l": 20, "r": 48, "t": 40 if reference else 20, "b": 50},
             xaxis=axis(metric, range=[0, 1]),
             yaxis=axis("", automargin=True),
+            **reference,
         ),
     }
 
@@ -663,4 +678,49 @@ def duration_bins_figure(duration_bins: Mapping, *, labels: Mapping[str, str]) -
     return {
         "data": data,
         "layout": base_layout(height=420, xaxis=axis("Recording duration"), yaxis=axis("Macro-F1", range=[0, 1])),
+    }
+
+
+def rank_stability_figure(labels: Sequence[str], above: Sequence[Sequence[float]]) -> dict:
+    """How often each run ranks above each other one across the bootstrap resamples of Overall.
+
+    Parameters
+    ----------
+    labels : sequence of str
+        The runs, best Overall first.
+    above : sequence of sequence of float, shape (n_runs, n_runs)
+        ``above[i][j]``: the share of resamples in which run i scores above run j, a tie counting
+        half (``stats.rank_stability``), in [0, 1].
+
+    Returns
+    -------
+    dict
+        A heatmap, the row's run above the column's; its diagonal is left blank. Empty, with a
+        sentence, when there are fewer than two runs to compare.
+    """
+    if len(labels) < 2:
+        return empty_figure(
+            "Rank stability needs at least two runs with an Overall (all six tasks scored) on this board."
+        )
+    names = [_wrapped(label) for label in labels]
+    z = [[None if i == j else float(above[i][j]) for j in range(len(labels))] for i in range(len(labels))]
+    return {
+        "data": [{
+            "type": "heatmap",
+            "x": names,
+            "y": names,
+            "z": z,
+            "zmin": 0,
+            "zmax": 1,
+            "colorscale": [[0, "#d1495b"], [0.5, "#f4f6f9"], [1, "#2456a6"]],
+            "texttemplate": "%{z:.0%}",
+            "hovertemplate": "%{y} above %{x} in %{z:.1%} of the resamples<extra></extra>",
+            "colorbar": {"title": {"text": "share above"}, "tickformat": ".0%"},
+        }],
+        "layout": base_layout(
+            height=max(280, 60 + 44 * len(labels)),
+            margin={"l": 140, "r": 20, "t": 20, "b": 110},
+            xaxis=axis("ranked below", automargin=True, tickangle=-30),
+            yaxis=axis("ranked above", autorange="reversed", automargin=True),
+        ),
     }

@@ -6,7 +6,7 @@ from benchmark.models import ModelSpec, Suite, Task
 from benchmark.scoring import TASK_IDS
 from benchmark.wording import INSTALL_COMMAND, OFFICIAL, PLATFORM, default_prompt_set, official_available
 from runs.agents import check_api_base, check_key_env
-from runs.models import PAPER_MAX_TOKENS, PAPER_PROTOCOL, PAPER_TEMPERATURE, Status
+from runs.models import MAX_EPOCHS, PAPER_MAX_TOKENS, PAPER_PROTOCOL, PAPER_TEMPERATURE, Status
 
 ENV_NAME = RegexValidator(
     r"^[A-Za-z_][A-Za-z0-9_]*$", "Give the name of the environment variable that holds the key, not the key."
@@ -54,6 +54,15 @@ class NewRunForm(forms.Form):
     limit = forms.IntegerField(
         min_value=1, required=False, label="Instances per task", help_text="Blank: every instance (an official run)."
     )
+    epochs = forms.IntegerField(
+        min_value=1,
+        max_value=MAX_EPOCHS,
+        initial=1,
+        required=False,
+        label="Epochs",
+        help_text=f"Play each instance this many times (1 to {MAX_EPOCHS}; blank: once); the run page then gives each "
+        "task's mean ± standard deviation over epochs and how often an instance's correctness flips.",
+    )
     concurrency = forms.IntegerField(
         min_value=1, max_value=256, initial=4, label="Concurrency", help_text="Episodes in flight at a time."
     )
@@ -94,6 +103,9 @@ class NewRunForm(forms.Form):
             prompt_sets.choices = [(PLATFORM, "platform (paraphrased)")]
             prompt_sets.help_text += f" The official wording needs the official package: `{INSTALL_COMMAND}`."
         prompt_sets.initial = default_prompt_set()
+
+    def clean_epochs(self):
+        return self.cleaned_data["epochs"] or 1
 
     def clean_api_key_env(self):
         return _checked(check_key_env, self.cleaned_data["api_key_env"])

@@ -81,3 +81,31 @@ class PublishedResult(models.Model):
 
     def __str__(self) -> str:
         return f"{self.model} on {self.board} (published)"
+
+
+class ShortcutAudit(models.Model):
+    """A task's one-feature shortcut audit on a suite (``manage.py shortcut_audit``): a reference, never a ranked agent.
+
+    ``result`` is the task's part of the audit's JSON: ``{"primary_metric", "best": {"feature",
+    "rule", "score", "ci"}, "candidates": [...]}``. Re-running the audit replaces the row.
+    """
+
+    suite = models.ForeignKey("benchmark.Suite", on_delete=models.CASCADE, related_name="shortcut_audits")
+    task = models.CharField(max_length=4)
+    result = models.JSONField(default=dict)
+    folds = models.PositiveSmallIntegerField()
+    seed = models.IntegerField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["suite", "task"]
+        constraints = [
+            models.UniqueConstraint(fields=["suite", "task"], name="shortcut_audit_one_per_suite_task"),
+        ]
+
+    def __str__(self) -> str:
+        return f"one-feature audit of {self.task} on {self.suite_id}"
+
+    @property
+    def best(self) -> dict:
+        return self.result.get("best") or {}

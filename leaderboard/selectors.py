@@ -15,6 +15,7 @@ Values are JSON-ready (floats, ints, str, None) except costs, which stay ``Decim
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import statistics
 from collections import defaultdict
@@ -32,9 +33,15 @@ from benchmark.scoring import PRIMARY_METRIC, SECONDARY_METRICS, TASK_IDS
 from benchmark.scoring.classification import INVALID, REFERENCE_CLASSES
 from leaderboard import stats
 from leaderboard.comparability import Comparability, comparability
-from leaderboard.models import PublishedResult, RunSummary
+from leaderboard.models import PublishedResult, RunSummary, ShortcutAudit
 from leaderboard.published import CITATION, PAPER_BOARD, parse_parameters
-from leaderboard.services import current_summary, item_score, task_signatures
+from leaderboard.services import (
+    current_summary,
+    item_score,
+    overall_over_epochs,
+    overall_resamples,
+    task_signatures,
+)
 from runs.agents import is_baseline
 from runs.cost import Pricing
 from runs.models import Episode, Run, Status, Step
@@ -47,6 +54,9 @@ METRIC_COLUMNS: tuple[tuple[str, str, bool], ...] = tuple(
     for metric in (PRIMARY_METRIC[task], *SECONDARY_METRICS[task])
 )
 SOURCES = ("run", "published")
+# The one-feature shortcut audit's reference row: its name and its ``source`` in downloads.
+AUDIT_LABEL = "one-feature audit"
+AUDIT_SOURCE = "one_feature_audit"
 WEIGHTS = ("open", "proprietary")
 SIGNAL_TASKS = TASK_IDS[1:]  # T1 is answered without tools
 TOP_BOTTOM = 5
@@ -94,7 +104,10 @@ class LeaderboardRow:
     gather the ranks whose intervals overlap the group leader's (a row without an interval is a
     group of its own). ``comparability`` says whether a run is comparable with the paper's rows
     (None for a published row); on a board with the paper's rows, only those and the comparable
-    runs are ranked.
+    runs are ranked. A run of several epochs has ``epochs`` > 1: its Overall and primary scores
+    are means over epochs, ``overall_epochs`` the per-epoch Overall with its standard deviation
+    (``services.overall_over_epochs``), and ``epoch_stats`` per task the summary's ``epochs``
+    entry (per-epoch scores, ``sd``, ``flip_rate``, and ``pass_hat_k`` and ``pass_at_k`` for T1-T4).
     """
 
     source: str
@@ -123,6 +136,14 @@ class LeaderboardRow:
     tie_range: tuple[int, int] | None = None
     on_pareto_frontier: bool = False
     comparability: Comparability | None = None
+    epochs: int = 1
+    overall_epochs: dict[str, Any] | None = None
+    epoch_stats: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def overall_sd(self) -> float | None:
+        """The standard deviation of the per-epoch Overall of a run of several epochs, else None."""
+        return self.overall_epochs["sd"] if self.overall_epochs else None
 
     @property
     def comparable(self) -> bool:
@@ -161,6 +182,14 @@ class Leaderboard:
     @property
     def has_published(self) -> bool:
         return any(row.is_published for row in self.rows)
+
+    @functools.cached_property
+    def audits(self) -> dict[str, ShortcutAudit]:
+        """The one-feature shortcut audit of the board's suite per task: a reference beside the rows, never ranked.
+
+        Read when first shown (one query), so that ranking a board costs no more.
+        """
+        return shortcut_audits(suite=self.suite)
 
 
 @dataclass(frozen=True)
@@ -221,6 +250,9 @@ def _run_row(run: Run, summary: RunSummary, *, suite: Suite) -> LeaderboardRow:
         completion_tokens=run.completion_tokens,
         total_tokens=run.prompt_tokens + run.completion_tokens,
         comparability=comparability(run, suite=suite),
+        epochs=run.epochs,
+        overall_epochs=overall_over_epochs(summary.tasks),
+        epoch_stats={task: scored["epochs"] for task, scored in summary.tasks.items() if "epochs" in scored},
     )
 
 
@@ -390,6 +422,17 @@ def leaderboard(
     )
 
 
+def shortcut_audits(*, suite: str) -> dict[str, ShortcutAudit]:
+    """The stored one-feature shortcut audit of each task of ``suite`` (``manage.py shortcut_audit``), by task code."""
+    return {audit.task: audit for audit in ShortcutAudit.objects.filter(suite__name=suite).order_by("task")}
+
+
+def audit_json(audits: dict[str, ShortcutAudit]) -> dict[str, dict[str, Any]]:
+    """The audits as JSON, per task: the stored result with its folds, seed and date."""
+    return {task: {**audit.result, "folds": audit.folds, "seed": audit.seed, "created_at": audit.created_at.isoformat()}
+            for task, audit in audits.items()}
+
+
 def boards() -> list[Board]:
     """Every board: the paper's first, then real suites by name, synthetic ones last (two queries)."""
     published = dict(PublishedResult.objects.values_list("board").annotate(n=Count("id")).order_by())
@@ -431,6 +474,8 @@ def leaderboard_csv(board: Leaderboard) -> str:
     """The board as CSV text, one line per row in rank order, with ``CSV_COLUMNS`` as header.
 
     Costs are plain decimals in USD, blank for an unpriced row (a blank cost is unknown, not free).
+    A suite with a one-feature shortcut audit ends with its reference row: ``source``
+    ``one_feature_audit``, the audited primary scores, and no rank, tie group or frontier.
     """
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
@@ -445,6 +490,12 @@ def leaderboard_csv(board: Leaderboard) -> str:
             _plain_usd(row.cost_usd), _plain_usd(row.cost_paper_usd), row.prompt_tokens, row.completion_tokens, row.total_tokens,
             row.on_pareto_frontier,
         ])
+    if board.audits:
+        # A reference, not an agent: no rank, no tie group, no frontier; only the audited primary scores.
+        reference = {"model": AUDIT_LABEL, "source": AUDIT_SOURCE} | {
+            f"{task}_{PRIMARY_METRIC[task]}": audit.best.get("score") for task, audit in board.audits.items()
+        }
+        writer.writerow([reference.get(column) for column in CSV_COLUMNS])
     return buffer.getvalue()
 
 
@@ -482,6 +533,9 @@ class Analysis:
     Overall, cheapest first, ``cost_usd`` by the paper's formula, ``on_pareto_frontier``.
     ``scale``: rows with an Overall and their sizes (``parameters_b`` None: not reported).
     ``tool_use``: see ``_tool_use``. ``tokens``: every row's token totals, largest first.
+    ``rank_stability``: the runs with an Overall, best first (``keys``), and ``above``, how often
+    each ranks above each other across the bootstrap resamples of Overall (``stats.rank_stability``;
+    a run of several epochs has its epochs resampled as well).
     """
 
     suite: str
@@ -492,6 +546,7 @@ class Analysis:
     scale: list[dict[str, Any]]
     tool_use: dict[str, Any]
     tokens: list[dict[str, Any]]
+    rank_stability: dict[str, Any] = field(default_factory=lambda: {"keys": [], "above": []})
 
 
 def _distributions(rows: list[LeaderboardRow], items: dict[str, dict]) -> dict[str, dict[str, Any]]:
@@ -631,7 +686,20 @@ def analysis(*, suite: str = PAPER_BOARD) -> Analysis:
         scale=scale,
         tool_use=_tool_use(rows, summaries),
         tokens=tokens,
+        rank_stability=_rank_stability(rows, summaries),
     )
+
+
+def _rank_stability(rows: list[LeaderboardRow], summaries: dict[str, RunSummary]) -> dict[str, Any]:
+    """The runs of ``rows`` with an Overall, in board order, and how often each outranks each other one."""
+    resamples = {}
+    for row in rows:
+        summary = summaries.get(row.key)
+        if summary is not None and row.overall is not None:
+            distribution = overall_resamples(summary)
+            if distribution is not None:
+                resamples[row.key] = distribution
+    return {"keys": list(resamples), "above": stats.rank_stability(list(resamples.values())).tolist()}
 
 
 @dataclass
@@ -838,6 +906,7 @@ class EpisodeRow:
     cost_usd: Decimal | None
     wall_time_sec: float | None
     score: float | None
+    epoch: int = 0
 
     @property
     def outcome(self) -> str:
@@ -861,6 +930,7 @@ def _task_rows(summary: RunSummary) -> list[dict[str, Any]]:
             "official": scored["official"],
             "reasons": scored["reasons"],
             "completeness": scored["completeness"],
+            **({"epochs": scored["epochs"]} if "epochs" in scored else {}),
         })
     return rows
 
@@ -870,8 +940,10 @@ def run_task_rows(run: Run) -> list[dict[str, Any]]:
 
     Each row: ``task``, ``name``, ``primary_metric``, ``primary_score``, ``metrics`` (the primary
     and secondary metrics by name), ``official``, ``reasons`` (why not official) and
-    ``completeness`` (``expected``, ``completed``, ``missing``, ``extra``, ``noncompleted``).
-    A task of the run with no episode finished yet is scored as all answers missing.
+    ``completeness`` (``expected``, ``completed``, ``missing``, ``extra``, ``noncompleted``), and
+    for a run of several epochs ``epochs`` (the summary's entry; ``primary_score`` and ``metrics``
+    are then means over epochs). A task of the run with no episode finished yet is scored as all
+    answers missing.
     """
     return _task_rows(current_summary(run, stored=RunSummary.objects.filter(run=run).first()))
 
@@ -903,13 +975,13 @@ def run_detail(*, run_id: int) -> RunDetail:
             id=values[0], record_id=values[1], task=values[2], status=values[3], ended_by=values[4],
             attempt=values[5], n_turns=values[6], n_tool_calls=values[7], prompt_tokens=values[8],
             completion_tokens=values[9], cost_usd=values[10], wall_time_sec=values[11],
-            score=item_score(values[2], values[12] or {}),
+            score=item_score(values[2], values[12] or {}), epoch=values[13],
         )
         for values in Episode.objects.filter(run=run)
         .order_by("instance__task__code", "instance__position", "id")
         .values_list(
             "id", "record_id", "instance__task__code", "status", "ended_by", "attempt", "n_turns",
-            "n_tool_calls", "prompt_tokens", "completion_tokens", "cost_usd", "wall_time_sec", "scores",
+            "n_tool_calls", "prompt_tokens", "completion_tokens", "cost_usd", "wall_time_sec", "scores", "epoch",
         )
     ]
     progress = dict.fromkeys(Status.values, 0)

@@ -8,21 +8,23 @@ never left stale. ``refresh_run_summary(run)`` re-scores only the tasks whose ep
 since the last summary, each from compact rows fetched once (two queries per task set, one more
 for tool calls), with the official scorer, and recomputes Overall and its bootstrap interval.
 Pages read summaries through ``current_summary``, which re-scores a stale one in memory and
-saves nothing.
+saves nothing. A run of several epochs (``Run.epochs``) is scored one epoch at a time; its summary
+holds their means, and per task an ``epochs`` entry with the spread and agreement over epochs.
 """
 from __future__ import annotations
 
 import json
 import threading
 from collections import OrderedDict, defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from django.db import transaction
-from django.db.models import Count, Max, Q, Sum
+from django.db.models import BooleanField, Count, ExpressionWrapper, Max, Q, Sum
 from django.utils import timezone
 from django.utils.text import slugify
 
@@ -46,6 +48,10 @@ ITEM_KEYS: dict[str, tuple[str, ...]] = {
 SUMMARY_KEYS = ("official", "reasons", "primary_metric", "primary_score", "completeness", "metrics")
 EMPTY_SIGNATURE = {"episodes": 0, "completed": 0, "failed": 0, "attempts": 0, "last_finished": None}
 EPOCH_SEC = 30
+# The tasks with one right label per instance, whose repeated runs report pass^k and pass@k.
+CLASSIFICATION_TASKS = ("T1", "T2", "T3", "T4")
+# A T6 night counts as correct from this macro-F1 on (it has no single right answer); the run page says so.
+T6_CORRECT_MACRO_F1 = 0.5
 # While a run plays, its summary is re-scored at most once per this many seconds (``episodes_ended``).
 SUMMARY_REFRESH_SEC = 10.0
 # Summaries re-scored in memory for pages, kept per process (``current_summary``).
@@ -118,8 +124,54 @@ def item_score(task: str, item: Mapping[str, Any]) -> float | None:
     return 1.0 if item["correct"] else 0.0
 
 
-def task_sample(task: str, rows: list[Mapping[str, Any]]) -> stats.TaskSample:
-    """The compact arrays the bootstrap resamples, from a task's summary rows."""
+def is_correct(task: str, scores: Mapping[str, Any]) -> bool:
+    """Whether an answered episode is correct, from its per-item scores: the run page's rule.
+
+    T1-T4: the reference label. T5: every seizure found and no false alarm (on a seizure-free
+    record, none predicted). T6: a night's macro-F1 of at least ``T6_CORRECT_MACRO_F1``, since a
+    night has no single right answer.
+    """
+    if task == "T5":
+        return scores.get("fn") == 0 and scores.get("fp") == 0
+    if task == "T6":
+        return scores.get("macro_f1") is not None and scores["macro_f1"] >= T6_CORRECT_MACRO_F1
+    return scores.get("correct") is True
+
+
+def epoch_agreement(correct: Sequence[Sequence[bool]]) -> dict[str, float | None]:
+    """How often an instance's correctness holds across the epochs of a run.
+
+    Parameters
+    ----------
+    correct : sequence of sequence of bool, shape (n_instances, n_epochs)
+        Whether each instance was answered correctly in each epoch.
+
+    Returns
+    -------
+    dict
+        ``flip_rate``: the share of instances correct in some epochs and not in others;
+        ``pass_hat_k`` (pass^k): the share correct in every epoch; ``pass_at_k`` (pass@k): the
+        share correct in at least one. Each in [0, 1], None without instances.
+    """
+    if not correct:
+        return {"flip_rate": None, "pass_hat_k": None, "pass_at_k": None}
+    n = len(correct)
+    every = sum(all(epochs) for epochs in correct)
+    some = sum(any(epochs) for epochs in correct)
+    return {"flip_rate": (some - every) / n, "pass_hat_k": every / n, "pass_at_k": some / n}
+
+
+def task_sample(task: str, rows: list[Mapping[str, Any]]) -> stats.TaskSample | stats.EpochSample:
+    """The compact arrays the bootstrap resamples, from a task's summary rows.
+
+    Rows of a run with several epochs carry their ``epoch``: the sample is then one per epoch, over
+    the same instances in the same order, and the bootstrap resamples epochs as well.
+    """
+    if rows and "epoch" in rows[0]:
+        by_epoch: dict[int, list[Mapping[str, Any]]] = defaultdict(list)
+        for row in rows:
+            by_epoch[row["epoch"]].append({key: value for key, value in row.items() if key != "epoch"})
+        return stats.EpochSample(tuple(task_sample(task, by_epoch[epoch]) for epoch in sorted(by_epoch)))
     if task == "T1":
         return stats.MeanSample([1.0 if row["correct"] else 0.0 for row in rows])
     if task == "T5":
@@ -149,6 +201,7 @@ def _instance_rows(run: Run, codes: list[str]) -> list[tuple]:
     """
     return list(
         Instance.objects.filter(suite_id=run.suite_id, task__code__in=codes, episodes__run=run)
+        .distinct()
         .order_by("task__code", "position", "id")
         .values_list(
             "id", "task__code", "scenario_id", "subject", "reference", "prompt_input__options",
@@ -180,62 +233,160 @@ def _tool_calls(run: Run, codes: list[str]) -> dict[int, dict[str, int]]:
     return calls
 
 
+def _score_epoch(
+    code: str, instances: list[tuple], played: Mapping[int, tuple]
+) -> tuple[dict, list[dict], list[int]]:
+    """Score one epoch of a task: its official summary, its per-instance rows, its completed episodes' ids.
+
+    ``played`` maps an instance id to its episode in this epoch, ``(id, status, prediction, answered)``.
+    """
+    items, rows, completed_ids = [], [], []
+    for (instance_id, _, scenario_id, subject, reference, options, duration, metadata_duration,
+         n_epochs, metadata_epochs) in instances:
+        episode_id, status, prediction, _ = played.get(instance_id, (None, None, None, False))
+        completed = status == Status.COMPLETED
+        duration_sec = duration if duration is not None else metadata_duration
+        epochs = n_epochs or metadata_epochs
+        items.append(
+            ScoringItem(
+                scenario_id=scenario_id,
+                gold=reference or {},
+                prediction=prediction if completed else None,
+                submitted=status in (Status.COMPLETED, Status.FAILED),
+                completed=completed,
+                options=options,
+                duration_sec=duration_sec,
+                n_epochs=int(epochs) if epochs is not None else None,
+            )
+        )
+        row = {"instance": instance_id, "episode": episode_id if completed else None}
+        if code == "T2":
+            row["snr_db"] = (reference or {}).get("snr_db")
+        if code == "T6":
+            row["subject"] = subject
+            row["duration_sec"] = duration_sec if duration_sec is not None else (
+                epochs * EPOCH_SEC if epochs else None
+            )
+        rows.append(row)
+        if completed:
+            completed_ids.append(episode_id)
+    summary = score_task(code, items)
+    for row, per_item in zip(rows, summary["per_item"]):
+        row.update({key: per_item.get(key) for key in ITEM_KEYS[code]})
+    return summary, rows, completed_ids
+
+
+def _mean_over_epochs(values: list[Any]) -> Any:
+    """Epochs' metrics averaged leaf by leaf (numbers averaged, mappings key by key; anything else: the first's)."""
+    if all(isinstance(value, (int, float)) and not isinstance(value, bool) for value in values):
+        return sum(values) / len(values)
+    if all(isinstance(value, Mapping) for value in values):
+        return {key: _mean_over_epochs([value.get(key) for value in values]) for key in values[0]}
+    return values[0]
+
+
+def _sd(values: Sequence[float]) -> float | None:
+    """The sample standard deviation (n - 1), None with fewer than two values."""
+    if len(values) < 2:
+        return None
+    return float(np.std(values, ddof=1))
+
+
+def _combine_epochs(summaries: list[dict], expected: int) -> dict:
+    """A task's summary over several epochs, each scored on its own by the official scorer.
+
+    ``primary_score`` and ``metrics`` are means over epochs; ``official`` holds when every epoch's
+    summary is official; ``completeness`` counts episodes, ``expected`` instances times epochs.
+    """
+    reasons = list(dict.fromkeys(reason for summary in summaries for reason in summary["reasons"]))
+    counts = {
+        key: sum(summary["completeness"][key] for summary in summaries)
+        for key in summaries[0]["completeness"] if key != "expected"
+    }
+    scores = [summary["primary_score"] for summary in summaries]
+    known = [float(score) for score in scores if score is not None]
+    return {
+        "official": all(summary["official"] for summary in summaries),
+        "reasons": reasons,
+        "primary_metric": summaries[0]["primary_metric"],
+        "primary_score": sum(known) / len(known) if known else None,
+        "completeness": {"expected": expected * len(summaries), **counts},
+        "metrics": _mean_over_epochs([summary["metrics"] for summary in summaries]),
+    }
+
+
+def _answered_correctly(code: str, episode: tuple | None, row: Mapping[str, Any]) -> bool:
+    """Whether ``episode`` (``(id, status, prediction, answered)``, None: not played) is correct by ``row``."""
+    if episode is None:
+        return False
+    _, status, _, answered = episode
+    return status == Status.COMPLETED and answered and is_correct(code, row)
+
+
+def _epochs_entry(
+    code: str, instances: list[tuple], played: Mapping[int, Mapping[int, tuple]], epochs: list[tuple]
+) -> dict[str, Any]:
+    """A task's ``epochs`` entry: ``k``, per-epoch primary ``scores``, their ``sd``, and ``epoch_agreement``.
+
+    pass^k and pass@k only for the classification tasks, where an instance has one right answer.
+    """
+    correct = [
+        [_answered_correctly(code, played[epoch].get(instance[0]), epochs[epoch][1][position])
+         for epoch in range(len(epochs))]
+        for position, instance in enumerate(instances)
+    ]  # fmt: skip
+    agreement = epoch_agreement(correct)
+    if code not in CLASSIFICATION_TASKS:
+        agreement = {"flip_rate": agreement["flip_rate"]}
+    scores = [summary["primary_score"] for summary, _, _ in epochs]
+    return {"k": len(epochs), "scores": scores, "sd": _sd([float(score) for score in scores if score is not None]),
+            **agreement}  # fmt: skip
+
+
 def _score_tasks(run: Run, codes: list[str]) -> dict[str, tuple[dict, list[dict], dict]]:
-    """Score ``codes`` of ``run``: per task, its summary, its per-instance rows and its tool use."""
+    """Score ``codes`` of ``run``: per task, its summary, its per-instance rows and its tool use.
+
+    A run of several epochs scores each epoch on its own; its summary is their mean (see
+    ``_combine_epochs``) with an ``epochs`` entry (per-epoch primary scores, their standard
+    deviation, and ``epoch_agreement`` of the run page's correctness), and its rows, one per
+    instance and epoch, carry their ``epoch``.
+    """
     by_task: dict[str, list[tuple]] = defaultdict(list)
     for row in _instance_rows(run, codes):
         by_task[row[1]].append(row)
-    episodes = {
-        instance_id: (episode_id, status, prediction)
-        for instance_id, episode_id, status, prediction in Episode.objects.filter(
-            run=run, instance__task__code__in=codes
-        ).values_list("instance_id", "id", "status", "prediction")
-    }
+    played: dict[int, dict[int, tuple]] = defaultdict(dict)
+    for instance_id, epoch, episode_id, status, prediction, answered in (
+        Episode.objects.filter(run=run, instance__task__code__in=codes)
+        .annotate(answered=ExpressionWrapper(Q(final_answer__isnull=False), output_field=BooleanField()))
+        .values_list("instance_id", "epoch", "id", "status", "prediction", "answered")
+    ):
+        played[epoch][instance_id] = (episode_id, status, prediction, answered)
     calls = _tool_calls(run, codes)
+    n_epochs = run.epochs
     scored = {}
     for code in codes:
         instances = by_task.get(code, [])
         if not instances:
             continue  # the suite has no instance of this task: nothing to score
-        items, rows, tool_counts, per_episode = [], [], defaultdict(int), []
-        for (instance_id, _, scenario_id, subject, reference, options, duration, metadata_duration,
-             n_epochs, metadata_epochs) in instances:
-            episode_id, status, prediction = episodes.get(instance_id, (None, None, None))
-            completed = status == Status.COMPLETED
-            duration_sec = duration if duration is not None else metadata_duration
-            epochs = n_epochs or metadata_epochs
-            items.append(
-                ScoringItem(
-                    scenario_id=scenario_id,
-                    gold=reference or {},
-                    prediction=prediction if completed else None,
-                    submitted=status in (Status.COMPLETED, Status.FAILED),
-                    completed=completed,
-                    options=options,
-                    duration_sec=duration_sec,
-                    n_epochs=int(epochs) if epochs is not None else None,
-                )
-            )
-            row = {"instance": instance_id, "episode": episode_id if completed else None}
-            if code == "T2":
-                row["snr_db"] = (reference or {}).get("snr_db")
-            if code == "T6":
-                row["subject"] = subject
-                row["duration_sec"] = duration_sec if duration_sec is not None else (
-                    epochs * EPOCH_SEC if epochs else None
-                )
-            rows.append(row)
-            if completed:
+        epochs = [_score_epoch(code, instances, played[epoch]) for epoch in range(n_epochs)]
+        tool_counts, per_episode = defaultdict(int), []
+        for _, _, completed_ids in epochs:
+            for episode_id in completed_ids:
                 episode_calls = calls.get(episode_id, {})
                 for tool, n in episode_calls.items():
                     tool_counts[tool] += n
                 per_episode.append(sum(episode_calls.values()))
-        summary = score_task(code, items)
-        for row, per_item in zip(rows, summary["per_item"]):
-            row.update({key: per_item.get(key) for key in ITEM_KEYS[code]})
-        light = {key: summary[key] for key in SUMMARY_KEYS}
-        light["completeness"] = {**summary["completeness"], "expected": len(instances)}
-        scored[code] = (light, rows, {"calls": dict(tool_counts), "per_episode": per_episode})
+        tools = {"calls": dict(tool_counts), "per_episode": per_episode}
+        if n_epochs == 1:
+            summary, rows, _ = epochs[0]
+            light = {key: summary[key] for key in SUMMARY_KEYS}
+            light["completeness"] = {**summary["completeness"], "expected": len(instances)}
+            scored[code] = (light, rows, tools)
+            continue
+        light = _combine_epochs([summary for summary, _, _ in epochs], len(instances))
+        light["epochs"] = _epochs_entry(code, instances, played, epochs)
+        rows = [{**row, "epoch": epoch} for epoch, (_, epoch_rows, _) in enumerate(epochs) for row in epoch_rows]
+        scored[code] = (light, rows, tools)
     return scored
 
 
@@ -312,6 +463,41 @@ def _summary_now(
             [task_sample(code, items[code]) for code in TASK_IDS]
         )
     return summary
+
+
+def overall_over_epochs(tasks: Mapping[str, Mapping[str, Any]]) -> dict[str, Any] | None:
+    """Overall of each epoch of a run of several epochs, and their standard deviation.
+
+    Parameters
+    ----------
+    tasks : mapping
+        ``RunSummary.tasks``.
+
+    Returns
+    -------
+    dict or None
+        ``{"k", "scores", "sd"}``: the mean of the six primary scores of each epoch (None for an
+        epoch with a task unscored) and the sample standard deviation of those known. None when the
+        run has one epoch or lacks one of the six tasks. Their mean is the run's Overall.
+    """
+    if sorted(tasks) != list(TASK_IDS) or any("epochs" not in tasks[code] for code in TASK_IDS):
+        return None
+    k = tasks[TASK_IDS[0]]["epochs"]["k"]
+    scores = []
+    for epoch in range(k):
+        primaries = [tasks[code]["epochs"]["scores"][epoch] for code in TASK_IDS]
+        scores.append(None if None in primaries else sum(primaries) / len(primaries))
+    return {"k": k, "scores": scores, "sd": _sd([score for score in scores if score is not None])}
+
+
+def overall_resamples(
+    summary: RunSummary, *, n_resamples: int = stats.DEFAULT_RESAMPLES, seed: int = stats.DEFAULT_SEED
+) -> np.ndarray | None:
+    """The bootstrap distribution of a run's Overall (``stats.overall_resamples``); None without all six tasks."""
+    if sorted(summary.tasks) != list(TASK_IDS) or any(not summary.items.get(code) for code in TASK_IDS):
+        return None
+    samples = [task_sample(code, summary.items[code]) for code in TASK_IDS]
+    return stats.overall_resamples(samples, n_resamples=n_resamples, seed=seed)
 
 
 def refresh_run_summary(run: Run, *, force: bool = False) -> RunSummary:

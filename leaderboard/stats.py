@@ -1,9 +1,9 @@
-"""Leaderboard statistics as pure functions: bootstrap intervals, the Pareto frontier, tie groups.
+"""Leaderboard statistics as pure functions: bootstrap intervals, rank stability, the Pareto frontier, tie groups.
 
-No Django here. The bootstrap resamples the instances of each task independently and recomputes
-the task's primary metric exactly as the official scorer aggregates it (pooled macro-F1 for T2-T4,
-subject-level sums for T5, means over items for T1 and T6), from compact per-item arrays, so a
-thousand resamples of a full run take milliseconds.
+No Django here. The bootstrap resamples the instances of each task independently (and, for a run
+of several epochs, its epochs) and recomputes the task's primary metric exactly as the official
+scorer aggregates it (pooled macro-F1 for T2-T4, subject-level sums for T5, means over items for
+T1 and T6), from compact per-item arrays, so a thousand resamples of a full run take milliseconds.
 """
 from __future__ import annotations
 
@@ -169,8 +169,92 @@ class EventSample:
 TaskSample = MeanSample | ClassificationSample | EventSample
 
 
+@dataclass(frozen=True)
+class EpochSample:
+    """A task of a run that played each instance several times: one sample per epoch.
+
+    A resample draws the instances, and, independently, the epochs with replacement; its score
+    is the mean over the drawn epochs of the task's metric on the drawn instances.
+
+    Attributes
+    ----------
+    epochs : tuple of TaskSample, length n_epochs
+        One sample per epoch, over the same instances in the same order.
+    """
+
+    epochs: tuple[TaskSample, ...]
+
+    def __post_init__(self):
+        if not self.epochs:
+            raise ValueError("an EpochSample needs at least one epoch")
+        sizes = {epoch.n_items for epoch in self.epochs}
+        if len(sizes) > 1:
+            raise ValueError(f"every epoch must hold the same instances, got sizes {sorted(sizes)}")
+        object.__setattr__(self, "epochs", tuple(self.epochs))
+
+    @property
+    def n_items(self) -> int:
+        return self.epochs[0].n_items
+
+    @property
+    def n_epochs(self) -> int:
+        return len(self.epochs)
+
+    def score(self) -> float:
+        return float(np.mean([epoch.score() for epoch in self.epochs]))
+
+    def resampled(self, indices: np.ndarray, epochs: np.ndarray) -> np.ndarray:
+        """Scores of resampled sets; ``indices`` is (n_resamples, n_items), ``epochs`` (n_resamples, n_epochs)."""
+        per_epoch = np.stack([epoch.resampled(indices) for epoch in self.epochs])  # (n_epochs, n_resamples)
+        return per_epoch[epochs, np.arange(indices.shape[0])[:, np.newaxis]].mean(axis=1)
+
+
+def overall_resamples(
+    samples: Sequence[TaskSample | EpochSample],
+    *,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+) -> np.ndarray:
+    """Bootstrap distribution of Overall, the unweighted mean of the tasks' primary scores.
+
+    Each task's items are resampled with replacement independently of the others (the tasks are
+    fixed, their instances are the sample), and for an ``EpochSample`` its epochs too; the task's
+    primary metric is recomputed and the tasks are averaged.
+
+    Parameters
+    ----------
+    samples : sequence of TaskSample or EpochSample
+        One per task, each with at least one item.
+    n_resamples : int
+        Number of bootstrap resamples.
+    seed : int
+        Seed of the local random generator; equal inputs give equal distributions.
+
+    Returns
+    -------
+    overall : ndarray, shape (n_resamples,)
+        Overall of each resample, on the scale of the scores.
+    """
+    if not samples:
+        raise ValueError("the bootstrap needs at least one task sample")
+    if n_resamples < 1:
+        raise ValueError("n_resamples must be at least 1")
+    rng = np.random.default_rng(seed)
+    overall = np.zeros(n_resamples)
+    for sample in samples:
+        if sample.n_items == 0:
+            raise ValueError("every task sample needs at least one item")
+        indices = rng.integers(0, sample.n_items, size=(n_resamples, sample.n_items))
+        if isinstance(sample, EpochSample):
+            epochs = rng.integers(0, sample.n_epochs, size=(n_resamples, sample.n_epochs))
+            overall += sample.resampled(indices, epochs)
+        else:
+            overall += sample.resampled(indices)
+    return overall / len(samples)
+
+
 def bootstrap_overall(
-    samples: Sequence[TaskSample],
+    samples: Sequence[TaskSample | EpochSample],
     *,
     n_resamples: int = DEFAULT_RESAMPLES,
     confidence: float = 0.95,
@@ -178,13 +262,11 @@ def bootstrap_overall(
 ) -> tuple[float, float]:
     """Percentile bootstrap interval of Overall, the unweighted mean of the tasks' primary scores.
 
-    Each task's items are resampled with replacement independently of the others (the tasks are
-    fixed, their instances are the sample), the task's primary metric is recomputed, and the
-    tasks are averaged; the interval is the central ``confidence`` part of that distribution.
+    The interval is the central ``confidence`` part of ``overall_resamples``' distribution.
 
     Parameters
     ----------
-    samples : sequence of TaskSample
+    samples : sequence of TaskSample or EpochSample
         One per task, each with at least one item.
     n_resamples : int
         Number of bootstrap resamples.
@@ -198,20 +280,9 @@ def bootstrap_overall(
     low, high : float
         Interval bounds, on the scale of the scores.
     """
-    if not samples:
-        raise ValueError("bootstrap_overall needs at least one task sample")
-    if n_resamples < 1:
-        raise ValueError("n_resamples must be at least 1")
     if not 0 < confidence < 1:
         raise ValueError("confidence must lie strictly between 0 and 1")
-    rng = np.random.default_rng(seed)
-    overall = np.zeros(n_resamples)
-    for sample in samples:
-        if sample.n_items == 0:
-            raise ValueError("every task sample needs at least one item")
-        indices = rng.integers(0, sample.n_items, size=(n_resamples, sample.n_items))
-        overall += sample.resampled(indices)
-    overall /= len(samples)
+    overall = overall_resamples(samples, n_resamples=n_resamples, seed=seed)
     tail = (1 - confidence) / 2 * 100
     low, high = np.percentile(overall, [tail, 100 - tail])
     return float(low), float(high)
@@ -281,3 +352,28 @@ def tie_groups(intervals: Sequence[tuple[float, float] | None]) -> list[int]:
             leader = interval
             groups.append(groups[-1] + 1 if groups else 1)
     return groups
+
+
+def rank_stability(resamples: Sequence[np.ndarray]) -> np.ndarray:
+    """How often each entry ranks above each other one across bootstrap resamples.
+
+    Parameters
+    ----------
+    resamples : sequence of ndarray, each shape (n_resamples,)
+        One bootstrap distribution of Overall per entry, drawn alike (same resample count).
+
+    Returns
+    -------
+    above : ndarray, shape (n_entries, n_entries)
+        ``above[i, j]`` is the share of resamples in which entry i scores higher than entry j,
+        a tie counting half, in [0, 1]; so ``above[i, j] + above[j, i] == 1`` and the diagonal
+        is 0.5.
+    """
+    if not len(resamples):
+        return np.zeros((0, 0))
+    scores = np.stack([np.asarray(values, dtype=float) for values in resamples])  # (n_entries, n_resamples)
+    if scores.ndim != 2:
+        raise ValueError("each entry needs a one-dimensional array of resampled scores")
+    higher = (scores[:, np.newaxis, :] > scores[np.newaxis, :, :]).mean(axis=2)
+    tied = (scores[:, np.newaxis, :] == scores[np.newaxis, :, :]).mean(axis=2)
+    return higher + tied / 2

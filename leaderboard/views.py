@@ -33,7 +33,7 @@ from leaderboard.comparability import comparability, how_called
 from leaderboard.forms import EpisodeFilterForm, NewRunForm, RunFilterForm
 from leaderboard.published import PAPER_BOARD
 from leaderboard.models import RunSummary
-from leaderboard.services import current_summary, item_score, task_signatures
+from leaderboard.services import T6_CORRECT_MACRO_F1, current_summary, item_score, overall_over_epochs, task_signatures
 from leaderboard.signal import MAX_POINTS, SIGNAL_TOOLS, read_signal, signal_window, visitor_points
 from leaderboard.templatetags.leaderboard import metric_name
 from runs import execution
@@ -65,8 +65,7 @@ _ANSWERED = Q(status=Status.COMPLETED, final_answer__isnull=False)
 # What counts as a correct answer, per task: the right label (T1-T4); every seizure found with no
 # false alarm, which on a seizure-free record means staying silent (T5); a night staged with a
 # macro-F1 of at least T6_CORRECT_MACRO_F1 (T6, which has no single right answer). The run page
-# writes this rule beside its outcome column.
-T6_CORRECT_MACRO_F1 = 0.5
+# writes this rule beside its outcome column; leaderboard.services.is_correct is the same rule.
 _CORRECT = (
     Q(instance__task__code__in=["T1", "T2", "T3", "T4"], scores__correct=True)
     | Q(instance__task__code="T5", scores__fn=0, scores__fp=0)
@@ -274,12 +273,16 @@ def _confusion_figures(confusion: list[dict], labels: dict[str, str]) -> list[di
     ]
 
 
-def _task_figures(analysis: selectors.TaskAnalysis, labels: dict[str, str]) -> dict:
-    """The figures of a task page; those that do not apply to the task are absent."""
+def _task_figures(analysis: selectors.TaskAnalysis, labels: dict[str, str], *, audit_score: float | None = None) -> dict:
+    """The figures of a task page; those that do not apply to the task are absent.
+
+    ``audit_score``: the one-feature shortcut audit's score, a reference line on the scores chart.
+    """
     primary = PRIMARY_METRIC[analysis.task]
     figures = {"scores": charts.task_scores_figure(
         _chart_points([{**row, "score": row["metrics"][primary]} for row in analysis.rows], labels, score="score"),
         metric=metric_name(primary),
+        audit_score=audit_score,
     )}
     if analysis.confusion:
         figures["confusion"] = _confusion_figures(analysis.confusion, labels)
@@ -316,6 +319,7 @@ def task(request: HttpRequest, code: str) -> HttpResponse:
     suite, listed = _chosen_board(request)
     data = selectors.task_analysis(suite=suite, task=code) if suite else None
     labels = _labels_for(data.rows) if data else {}
+    audit = selectors.shortcut_audits(suite=suite).get(code) if suite else None
     return render(request, "leaderboard/task.html", {
         "nav": code,
         "task": task,
@@ -323,7 +327,9 @@ def task(request: HttpRequest, code: str) -> HttpResponse:
         "analysis": data,
         "rows": _by_task_score(data) if data else [],
         "labels": labels,
-        "figures": _task_figures(data, labels) if data else {},
+        "figures": _task_figures(data, labels, audit_score=audit.best.get("score") if audit else None) if data else {},
+        "audit": audit,
+        "audit_label": charts.AUDIT_LINE_LABEL,
         "boards": listed,
         "suite": suite,
     })
@@ -367,6 +373,9 @@ def analysis(request: HttpRequest) -> HttpResponse:
         "tokens": charts.tokens_figure(_chart_points(
             data.tokens, labels, prompt_tokens="prompt_tokens", completion_tokens="completion_tokens"
         )),
+        "rank_stability": charts.rank_stability_figure(
+            [labels[key] for key in data.rank_stability["keys"]], data.rank_stability["above"]
+        ),
     }
     return render(request, "leaderboard/analysis.html", {
         "nav": "analysis",
@@ -409,7 +418,7 @@ def is_signal_step(step: Step) -> bool:
     return step.kind == Kind.TOOL_CALL and step.tool_name in SIGNAL_TOOLS and _tool_status(step) == "ok"
 
 
-def _step_view(step: Step, episode_pk: int, *, staff: bool) -> dict:
+def step_view(step: Step, episode_pk: int, *, staff: bool) -> dict:
     """What the step list shows of a step without loading its details (a traceback for staff only)."""
     text = step.text if step.kind != Kind.TOOL_CALL else ""
     error = _tool_error(step) if step.kind == Kind.TOOL_CALL else step.error
@@ -519,7 +528,7 @@ def _episode_summary(episode: Episode, *, references: bool) -> dict:
 def _steps_page(episode: Episode, page_number, *, staff: bool) -> tuple:
     steps = episode.steps.exclude(kind=Kind.PROMPT).order_by("index")
     page = Paginator(steps, STEPS_PER_PAGE).get_page(page_number)
-    return page, [_step_view(step, episode.pk, staff=staff) for step in page.object_list]
+    return page, [step_view(step, episode.pk, staff=staff) for step in page.object_list]
 
 
 def _other_episodes(request: HttpRequest, episode: Episode, *, limit: int):
@@ -553,13 +562,21 @@ def episode_step(request: HttpRequest, pk: int, index: int) -> HttpResponse:
     """One step's details, loaded when it is expanded: full text, reasoning, result and signal plot."""
     step = get_object_or_404(Step.objects.select_related("episode"), episode_id=pk, index=index)
     visible_episode(request, step.episode)
+    return step_details(request, step, signal_url=reverse("leaderboard:episode_signal", args=[pk, index]))
+
+
+def step_details(request: HttpRequest, step: Step, *, signal_url: str) -> HttpResponse:
+    """A step's details, for a visitor the caller has let see it (the explorer, or a player's own episode).
+
+    ``signal_url``: where its signal plot is fetched, used when the step read the signal.
+    """
     content = (step.result or {}).get("content") if step.kind == Kind.TOOL_CALL else None
     return render(request, "leaderboard/_step_details.html", {
         "step": step,
         "full_text": step.kind != Kind.TOOL_CALL and len(step.text) > INLINE_TEXT_CHARS,
         "content": content,
         "tables": result_tables(content) if isinstance(content, dict) else [],
-        "signal_url": reverse("leaderboard:episode_signal", args=[pk, index]) if is_signal_step(step) else "",
+        "signal_url": signal_url if is_signal_step(step) else "",
     })
 
 
@@ -603,14 +620,24 @@ def result_tables(content: dict) -> list[dict]:
 @require_safe
 def episode_signal(request: HttpRequest, pk: int, index: int) -> JsonResponse:
     """The signal one tool call covered, decimated, as plotly figures (and windowed features over time)."""
-    step = get_object_or_404(
+    step = signal_step(pk, index)
+    visible_episode(request, step.episode)
+    return step_signal(request, step)
+
+
+def signal_step(pk: int, index: int) -> Step:
+    """Step ``index`` of episode ``pk``, with the release its recording is read from; a 404 when there is none."""
+    return get_object_or_404(
         Step.objects.select_related("episode__instance__suite__release").defer(
             *Release.unread("episode__instance__suite__release")
         ),
         episode_id=pk,
         index=index,
     )
-    visible_episode(request, step.episode)
+
+
+def step_signal(request: HttpRequest, step: Step) -> JsonResponse:
+    """A step's signal window as ``episode_signal`` gives it, for a visitor the caller has let see the step."""
     if not is_signal_step(step):
         raise Http404("This step is not a tool call that read the signal.")
     content = (step.result or {}).get("content")
@@ -819,6 +846,25 @@ def waiting_for_a_worker(run: Run) -> bool:
     return run.source == Run.Source.RUN and queued.exists() and not workers_alive()
 
 
+def run_epochs(run: Run) -> dict | None:
+    """A run page's repeated-run figures: None for a run of one epoch.
+
+    Otherwise ``k``, ``overall`` (``services.overall_over_epochs``: per-epoch Overall and its
+    sd, None without all six tasks) and ``tasks``: per scored task, its summary's ``epochs``
+    entry (per-epoch scores, sd, flip rate, and pass^k and pass@k for T1-T4) with its code,
+    name and primary metric.
+    """
+    if run.epochs == 1:
+        return None
+    summary = current_summary(run, stored=RunSummary.objects.filter(run=run).first())
+    tasks = [
+        {**row["epochs"], "task": row["task"], "name": row["name"], "primary_metric": row["primary_metric"],
+         "mean": row["primary_score"]}
+        for row in selectors.run_task_rows(run) if "epochs" in row
+    ]  # fmt: skip
+    return {"k": run.epochs, "overall": overall_over_epochs(summary.tasks), "tasks": tasks}
+
+
 @require_safe
 def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """A run: live progress, its Overall, per-task metrics, and its episodes, filterable and searchable."""
@@ -857,6 +903,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "no_worker": waiting_for_a_worker(run),
         "worker_command": WORKER_COMMAND,
         "t6_cut_off": T6_CORRECT_MACRO_F1,
+        "epochs": run_epochs(run),
         "form": form,
         "page": page,
         "rows": rows,
@@ -947,6 +994,7 @@ def new_run(request: HttpRequest) -> HttpResponse:
                     tasks=data["tasks"],
                     name=data["name"],
                     limit=data["limit"],
+                    epochs=data["epochs"],
                     api_base=data["api_base"],
                     api_key_env=data["api_key_env"],
                     settings=form.decoding_settings(),

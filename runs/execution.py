@@ -63,7 +63,7 @@ from django.utils import timezone
 from benchmark.models import ModelSpec
 from benchmark.scoring import TASK_IDS, score_task
 from benchmark.scoring import overall as official_overall
-from leaderboard.services import episodes_ended, refresh_run_summary
+from leaderboard.services import episodes_ended, overall_over_epochs, refresh_run_summary
 from runs import openai_http
 from runs.agents import BASELINES, build_agent, is_baseline, preload_litellm
 from runs.loop import end_at_cap, load_episode, run_episode, score_prediction, scoring_item
@@ -337,7 +337,8 @@ def _agent_for(episode: Episode):
     if not limits.active or is_baseline(episode.run.model.provider_model):
         return None
     return RateLimitedAgent(
-        lambda: build_agent(episode.run, episode.instance, record_id=episode.record_id), run_id=episode.run_id,
+        lambda: build_agent(episode.run, episode.instance, record_id=episode.record_id, epoch=episode.epoch),
+        run_id=episode.run_id,
         limits=limits,
     )
 
@@ -686,14 +687,16 @@ def json_safe(value: Any) -> Any:
     return value
 
 
-def task_summaries(run: Run) -> dict[str, dict]:
-    """The official scorer's summary of each task of the run, over the run's episodes.
+def task_summaries(run: Run, *, epoch: int | None = None) -> dict[str, dict]:
+    """The official scorer's summary of each task of the run, over the run's episodes (of ``epoch`` only, if given).
 
     A completed episode is scored on its prediction; a failed one counts as a result that
     did not complete (it makes the summary unofficial and scores as an empty answer, as the
-    official scorer would see it); an episode that never ended has no result.
+    official scorer would see it); an episode that never ended has no result. A run of several
+    epochs is scored one epoch at a time: its epochs together hold each instance several times.
     """
-    episodes = run.episodes.select_related("instance__task").order_by(
+    episodes = run.episodes.all() if epoch is None else run.episodes.filter(epoch=epoch)
+    episodes = episodes.select_related("instance__task").order_by(
         "instance__task__code", "instance__position", "instance_id"
     )
     items = defaultdict(list)
@@ -735,8 +738,14 @@ def run_report(run: Run, summaries: dict[str, dict] | None = None) -> dict:
     not, its completeness and its scalar metrics under the official names. ``overall`` is the
     mean of the six primary scores when the run covers all six tasks, and ``overall_official``
     says whether it is the official Overall (all six summaries official).
+
+    A run of several epochs reports its leaderboard summary instead: each task's means over
+    epochs, each scored on its own, with an ``epochs`` entry (per-epoch primary scores, their
+    standard deviation, flip rate, and pass^k and pass@k for T1-T4), and ``overall_epochs``.
     """
     run = Run.objects.select_related("model", "suite__release").get(pk=run.pk)
+    if run.epochs > 1:
+        return _epochs_report(run)
     summaries = task_summaries(run) if summaries is None else summaries
     tasks = {
         code: {
@@ -751,6 +760,15 @@ def run_report(run: Run, summaries: dict[str, dict] | None = None) -> dict:
         for code, summary in summaries.items()
     }
     return json_safe({
+        **_report_head(run),
+        "tasks": tasks,
+        "overall": mean_of_primaries(summaries),
+        "overall_official": official_overall(summaries) is not None,
+    })
+
+
+def _report_head(run: Run) -> dict:
+    return {
         "run_id": run.pk,
         "name": run.name,
         "status": run.status,
@@ -764,8 +782,31 @@ def run_report(run: Run, summaries: dict[str, dict] | None = None) -> dict:
             **{name: getattr(run, name) for name in TOKEN_FIELDS},
             "cost_usd": None if run.cost_usd is None else float(run.cost_usd),
         },
-        "tasks": tasks,
-        "overall": mean_of_primaries(summaries),
-        "overall_official": official_overall(summaries) is not None,
+    }
+
+
+def _epochs_report(run: Run) -> dict:
+    """``run_report`` of a run of several epochs, from its up-to-date leaderboard summary."""
+    summary = refresh_run_summary(run)
+    tasks = {
+        code: {
+            "primary_metric": scored["primary_metric"],
+            "primary_score": scored["primary_score"],
+            "official": scored["official"],
+            "reasons": scored["reasons"],
+            "n_items": scored["completeness"]["expected"],
+            "completeness": scored["completeness"],
+            "metrics": _scalars(scored["metrics"]),
+            "epochs": scored["epochs"],
+        }
+        for code, scored in summary.tasks.items()
+    }
+    return json_safe({
+        **_report_head(run),
+        "epochs": run.epochs,
+        "tasks": dict(sorted(tasks.items())),
+        "overall": summary.overall,
+        "overall_official": summary.overall_official,
+        "overall_epochs": overall_over_epochs(summary.tasks),
     })
 

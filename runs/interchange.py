@@ -375,18 +375,36 @@ def _safe_file_name(scenario_id: str) -> str:
     return f"{scenario_id}.jsonl"
 
 
+def epoch_dir_name(epoch: int) -> str:
+    """The directory of a 0-based epoch in the export of a run of several epochs: ``epoch-1``, ``epoch-2``, …"""
+    return f"epoch-{epoch + 1}"
+
+
 def export_run(*, run: Run, out_dir: str | Path) -> list[Path]:
     """Write ``run`` to ``out_dir`` in the official output layout; return the files written.
 
-    ``out_dir`` must not exist or be empty, so that no earlier result is mixed in.
+    ``out_dir`` must not exist or be empty, so that no earlier result is mixed in. A run of
+    several epochs is written as one official output directory per epoch,
+    ``out_dir/epoch-1/``, ``out_dir/epoch-2/``, …, since the official layout holds one result
+    per scenario; each scores on its own (``import_official_run`` reads one of them back).
     """
     out = Path(out_dir)
     if out.exists() and any(out.iterdir()):
         raise InterchangeError(f"{out} is not empty; export into a new directory.")
     run = Run.objects.select_related("model", "suite").get(pk=run.pk)
-    summaries = task_summaries(run)
+    if run.epochs == 1:
+        return _export_epoch(run, out, epoch=0)
+    written = []
+    for epoch in range(run.epochs):
+        written += _export_epoch(run, out / epoch_dir_name(epoch), epoch=epoch)
+    return written
+
+
+def _export_epoch(run: Run, out: Path, *, epoch: int) -> list[Path]:
+    """Write one epoch of ``run`` to ``out`` in the official output layout; return the files written."""
+    summaries = task_summaries(run, epoch=epoch)
     episodes = (
-        run.episodes.filter(status__in=[Status.COMPLETED, Status.FAILED])
+        run.episodes.filter(epoch=epoch, status__in=[Status.COMPLETED, Status.FAILED])
         .select_related("instance__task")
         .prefetch_related("steps")
         .order_by("instance__position", "instance_id")

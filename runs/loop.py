@@ -766,7 +766,7 @@ def run_episode(
             messages = build_messages(instance, tool_specs=specs)
         loop = _EpisodeLoop(
             episode,
-            agent=agent or build_agent(episode.run, instance, record_id=episode.record_id),
+            agent=agent or build_agent(episode.run, instance, record_id=episode.record_id, epoch=episode.epoch),
             tool_runner=tool_runner or episode_tools(episode),
             messages=messages,
             tool_specs=specs,

@@ -6,7 +6,7 @@ contiguous indexes and never changed afterwards, so a replay shows exactly what 
 import hashlib
 
 from django.conf import settings as django_settings
-from django.core.validators import RegexValidator
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 from django.db.models import Count, Q
 
@@ -37,6 +37,9 @@ TOKEN_FIELDS = (
 PAPER_PROTOCOL = "text"
 PAPER_MAX_TOKENS = 8192
 PAPER_TEMPERATURE = 0
+
+# How many times a run may play each instance (``Run.epochs``).
+MAX_EPOCHS = 10
 
 
 def default_decoding_settings() -> dict:
@@ -98,6 +101,11 @@ class Run(Usage):
         help_text="Whose wording the model reads: the official package's, or the platform's (benchmark.wording).",
     )
     limits = models.JSONField(default=dict, blank=True, help_text="Caps, e.g. cost or turns.")
+    epochs = models.PositiveSmallIntegerField(
+        default=1,
+        validators=[MinValueValidator(1), MaxValueValidator(MAX_EPOCHS)],
+        help_text=f"How many times each instance is played (1 to {MAX_EPOCHS}); each play is an episode of its own.",
+    )
     source = models.CharField(max_length=16, choices=Source.choices, default=Source.RUN)
     created_by = models.ForeignKey(
         django_settings.AUTH_USER_MODEL,
@@ -135,7 +143,7 @@ class Run(Usage):
 
 
 class Episode(Usage):
-    """One instance attempted within one run: outcome, score and usage of the latest attempt."""
+    """One play of an instance within one run (one per epoch): outcome, score and usage of the latest attempt."""
 
     Status = Status
 
@@ -181,6 +189,9 @@ class Episode(Usage):
         "nor of its run has it (shaped like the release's id, see runs.services.episode_record_ids); an "
         "imported episode keeps the release's id its trajectory names.",
     )
+    epoch = models.PositiveSmallIntegerField(
+        default=0, help_text="Which play of the instance this is within its run, 0-based (below Run.epochs)."
+    )
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
     attempt = models.PositiveIntegerField(default=1, help_text="1 for the first attempt, +1 per retry.")
     final_answer = models.JSONField(null=True, blank=True, help_text="The final answer as the agent gave it.")
@@ -207,7 +218,7 @@ class Episode(Usage):
     class Meta:
         ordering = ["run_id", "id"]
         constraints = [
-            models.UniqueConstraint(fields=["run", "instance"], name="episode_one_per_instance_per_run"),
+            models.UniqueConstraint(fields=["run", "instance", "epoch"], name="episode_one_per_instance_per_epoch"),
         ]
         indexes = [models.Index(fields=["run", "status"], name="episode_run_status")]
 

@@ -9,7 +9,7 @@ from benchmark.releases import new_record_id
 from benchmark.wording import check_prompt_set, default_prompt_set
 from runs.agents import check_api_base, check_key_env, check_transport, is_baseline
 from runs.limits import check_limits
-from runs.models import Episode, Run, Status, Step
+from runs.models import MAX_EPOCHS, Episode, Run, Status, Step
 
 
 @transaction.atomic
@@ -21,9 +21,10 @@ def create_run(
     name: str = "",
     limit: int | None = None,
     prompt_set: str | None = None,
+    epochs: int = 1,
     **options,
 ) -> Run:
-    """Create a run and one pending episode per selected instance, all or nothing.
+    """Create a run and one pending episode per selected instance and epoch, all or nothing.
 
     Parameters
     ----------
@@ -40,6 +41,9 @@ def create_run(
         where it is installed, else the platform's. A run to be played here needs its prompt set
         usable here (``PromptSetUnavailable``, a ValueError, says how to install the package); an
         imported run only records the one it was made with.
+    epochs
+        How many times each instance is played, 1 to ``MAX_EPOCHS``: epoch ``e`` (0-based) has
+        one episode per instance, each with a record id of its own.
     **options
         Other ``Run`` fields: ``api_base``, ``api_key_env``, ``settings``, ``limits``,
         ``source``, ``created_by``.
@@ -55,7 +59,11 @@ def create_run(
         raise ValueError(f"Suite {suite.name} has no instances of {', '.join(missing)}.")
 
     prompt_set = prompt_set or default_prompt_set()
-    run = Run(suite=suite, model=model, tasks=codes, name=name, prompt_set=prompt_set, **options)
+    if not 1 <= epochs <= MAX_EPOCHS:
+        raise ValueError(f"epochs must be between 1 and {MAX_EPOCHS}, not {epochs}.")
+    run = Run(
+        suite=suite, model=model, tasks=codes, name=name, prompt_set=prompt_set, epochs=epochs, **options
+    )
     if run.source != Run.Source.IMPORTED:
         check_prompt_set(prompt_set)
     run.full_clean()
@@ -68,9 +76,11 @@ def create_run(
     instances = []
     for code in codes:
         instances.extend(suite.instances.filter(task__code=code).order_by("position", "id")[:limit])
+    plays = [(epoch, instance) for epoch in range(epochs) for instance in instances]
+    record_ids = episode_record_ids([instance for _, instance in plays])
     Episode.objects.bulk_create([
-        Episode(run=run, instance=instance, record_id=record_id)
-        for instance, record_id in zip(instances, episode_record_ids(instances))
+        Episode(run=run, instance=instance, epoch=epoch, record_id=record_id)
+        for (epoch, instance), record_id in zip(plays, record_ids)
     ])
     return run
 
@@ -81,6 +91,8 @@ def episode_record_ids(instances: Sequence[Instance]) -> list[str]:
     Each id has the shape of its instance's release id (``benchmark.releases.new_record_id``) and is
     shared with no other episode of that instance and none of the others drawn here, so the id an
     agent sees leads to its own episode only. The suite's id of the instance is never drawn either.
+    An instance listed several times (a run's epochs) gets a different id each time, so nothing an
+    agent sees tells it that two episodes play the same recording.
     """
     used: dict[int, set[str]] = defaultdict(set)
     for instance_id, record_id in Episode.objects.filter(instance__in=instances).values_list("instance_id", "record_id"):

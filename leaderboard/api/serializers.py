@@ -76,6 +76,12 @@ class LeaderboardRowSerializer(serializers.Serializer):
     on_pareto_frontier = serializers.BooleanField()
     comparable = serializers.BooleanField()
     not_comparable_because = serializers.SerializerMethodField()
+    epochs = serializers.IntegerField(help_text="How many times the run played each instance (1 for a published row).")
+    overall_sd = serializers.FloatField(allow_null=True, help_text="Standard deviation of the per-epoch Overall.")
+    overall_epochs = serializers.JSONField(allow_null=True, help_text="Per-epoch Overall: {k, scores, sd}.")
+    epoch_stats = serializers.JSONField(
+        help_text="Per task of a run of several epochs: {k, scores, sd, flip_rate, pass_hat_k, pass_at_k}."
+    )
 
     def get_not_comparable_because(self, row) -> list[str]:
         """Why a run is not comparable with the paper's rows (empty for a comparable run or a published row)."""
@@ -143,6 +149,7 @@ class EpisodeRowSerializer(serializers.Serializer):
     completion_tokens = serializers.IntegerField()
     cost_usd = CostField()
     score = ScoreField()
+    epoch = serializers.IntegerField()
 
     def get_instance(self, row) -> str | None:
         """The record id its agent saw; null for a visitor while the episode has not ended."""
@@ -176,6 +183,10 @@ class RunDetailSerializer(serializers.Serializer):
     cost_paper_usd = CostField(source="row.cost_paper_usd")
     prompt_tokens = serializers.IntegerField(source="row.prompt_tokens")
     completion_tokens = serializers.IntegerField(source="row.completion_tokens")
+    epochs = serializers.IntegerField(source="run.epochs")
+    overall_sd = serializers.FloatField(source="row.overall_sd", allow_null=True)
+    overall_epochs = serializers.JSONField(source="row.overall_epochs", allow_null=True)
+    epoch_stats = serializers.JSONField(source="row.epoch_stats")
     tasks = serializers.JSONField()
     progress = serializers.DictField(child=serializers.IntegerField())
     episodes = EpisodeRowSerializer(many=True)

@@ -81,14 +81,19 @@ class ApiRootView(Endpoint):
 
 
 class LeaderboardView(Endpoint):
-    """``GET /api/leaderboard/?suite=S[&source=run|published][&family=F][&weights=open|proprietary]``."""
+    """``GET /api/leaderboard/?suite=S[&source=run|published][&family=F][&weights=open|proprietary]``.
+
+    ``rows`` are the ranked agents; ``one_feature_audit`` is, per audited task, the one-feature
+    shortcut audit of the suite (a reference fitted on the answer key, never ranked among the rows).
+    """
 
     def get(self, request):
         try:
             board = selectors.leaderboard(**_query(serializers.LeaderboardQuerySerializer, request))
         except selectors.UnknownBoard as exc:
             raise NotFound(str(exc)) from None
-        return Response(serializers.LeaderboardSerializer(board).data)
+        return Response({**serializers.LeaderboardSerializer(board).data,
+                         "one_feature_audit": selectors.audit_json(board.audits)})
 
 
 class RunListView(Endpoint):

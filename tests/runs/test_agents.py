@@ -13,6 +13,7 @@ from runs.agents import (
     ProviderError,
     RandomAgent,
     RetryPolicy,
+    T1_FIXED_LETTER,
     TRANSPORTS,
     _is_transient,
     choose_protocol,
@@ -510,8 +511,21 @@ def test_baselines_are_free():
     assert reply.usage is None
 
 
-def test_heuristic_t1_answers_a_without_tools():
-    assert drive(HeuristicAgent(INSTANCES["T1"]), tool=None) == ({"action": "final_answer", "answer": "A"}, [])
+def test_heuristic_t1_answers_its_fixed_letter_without_tools():
+    assert T1_FIXED_LETTER == "C"
+    assert drive(HeuristicAgent(INSTANCES["T1"]), tool=None) == ({"action": "final_answer", "answer": "C"}, [])
+
+
+def test_heuristic_t1_letter_does_not_follow_the_official_answers():
+    """The letter is not the official set's most frequent answer (A, 15 of 38), which the old rule answered."""
+    from collections import Counter
+
+    from tests.datafiles import OFFICIAL
+
+    answers = Counter(json.loads(line)["gold"]["answer"]
+                      for line in (OFFICIAL / "answer_keys" / "T1.jsonl").read_text().splitlines())
+    assert answers.most_common(1)[0][0] != T1_FIXED_LETTER
+    assert "reads no answer key" in HeuristicAgent.__doc__
 
 
 def band_power_result(relative, ratios=None):

@@ -9,7 +9,8 @@ class Command(BaseCommand):
     help = (
         "Export a run in the official runner's layout: DIR/Tn/runs.jsonl, DIR/Tn/trajectories/<scenario_id>.jsonl, "
         "DIR/Tn/summary.json (and run_status.json, failed_cases.json) and DIR/benchmark_summary.json, which the "
-        "official `summarize` command scores."
+        "official `summarize` command scores. A run of several epochs is written as one such directory per "
+        "epoch: DIR/epoch-1/, DIR/epoch-2/, …"
     )
 
     def add_arguments(self, parser):
@@ -23,7 +24,8 @@ class Command(BaseCommand):
         except InterchangeError as exc:
             raise CommandError(str(exc)) from None
         trajectories = sum(path.parent.name == "trajectories" for path in written)
+        epochs = f" in {run.epochs} epoch directories" if run.epochs > 1 else ""
         self.stdout.write(
-            f"Run {run.pk} exported to {options['out']}: {', '.join(run.tasks)}; "
+            f"Run {run.pk} exported to {options['out']}{epochs}: {', '.join(run.tasks)}; "
             f"{len(written)} files, {trajectories} trajectories."
         )

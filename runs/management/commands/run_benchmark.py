@@ -11,7 +11,7 @@ from benchmark.wording import PROMPT_SETS, default_prompt_set
 from runs import execution
 from runs.agents import check_key_env
 from runs.management.console import drive, positive
-from runs.models import PAPER_MAX_TOKENS, PAPER_PROTOCOL, PAPER_TEMPERATURE
+from runs.models import MAX_EPOCHS, PAPER_MAX_TOKENS, PAPER_PROTOCOL, PAPER_TEMPERATURE
 from runs.services import create_run
 
 DEFAULT_SUITE = "demo"
@@ -88,6 +88,11 @@ class Command(BaseCommand):
         parser.add_argument("--suite", help=f"suite name (default: {DEFAULT_SUITE})")
         parser.add_argument("--tasks", help="comma-separated task codes, e.g. T2,T5 (default: every task of the suite)")
         parser.add_argument("--limit", type=int, help="at most this many instances per task (a smoke run)")
+        parser.add_argument(
+            "--epochs", type=int, default=1,
+            help=f"play each instance this many times, 1 to {MAX_EPOCHS} (default 1); the summary then gives each "
+            "task's mean and standard deviation over epochs and how often an instance's correctness flips",
+        )
         parser.add_argument("--concurrency", type=int, default=4, help="episodes of this run at once (default 4)")
         parser.add_argument("--requests-per-minute", type=int, help="model calls per minute for this run")
         parser.add_argument("--tokens-per-minute", type=int, help="prompt+completion tokens per minute for this run")
@@ -98,6 +103,8 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         for option in ("limit", "concurrency", "requests_per_minute", "tokens_per_minute", "max_tokens"):
             positive(options[option], "--" + option.replace("_", "-"))
+        if not 1 <= options["epochs"] <= MAX_EPOCHS:
+            raise CommandError(f"--epochs must be between 1 and {MAX_EPOCHS}, not {options['epochs']}.")
         if not 0 <= options["temperature"] <= 2:
             raise CommandError(f"--temperature must be between 0 and 2, not {options['temperature']}.")
         suite = resolve_suite(options["suite"])
@@ -130,6 +137,7 @@ class Command(BaseCommand):
                     tasks=tasks,
                     name=options["run_name"],
                     limit=options["limit"],
+                    epochs=options["epochs"],
                     api_base=options["api_base"],
                     api_key_env=key_env,
                     settings=settings,
