@@ -1,4 +1,4 @@
-"""Top-level URL routes: the admin, the REST API, staff login, the favicon and the site's pages."""
+"""Top-level URL routes: the admin, the REST API, staff login, the favicon, the play pages and the site's pages."""
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.shortcuts import redirect
@@ -20,5 +20,6 @@ urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(next_page="leaderboard:index"), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(next_page="leaderboard:index"), name="logout"),
     path("favicon.ico", favicon, name="favicon"),
+    path("play/", include("leaderboard.play_urls")),
     path("", include("leaderboard.urls")),
 ]

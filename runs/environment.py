@@ -18,6 +18,9 @@ engine of ``runs.loop``, one request per turn:
   none of its episodes is pending or running, and its leaderboard summary is refreshed
   (``leaderboard.services.episodes_ended``: at most every few seconds while the run plays, and
   always once it has ended).
+- A person plays the same way from the site's play pages (``leaderboard.play``): their runs are
+  external runs of a ``human/<username>`` spec (family ``human``), and their episodes are never
+  ended for idleness, so a player can stop and come back.
 """
 from __future__ import annotations
 
@@ -53,6 +56,7 @@ from runs.redaction import public_error
 from runs.services import append_step, create_run
 
 EXTERNAL_FAMILY = "external"
+HUMAN_FAMILY = "human"
 KEY_PREFIX = "eegab_"
 # What an agent is told of the score of its ended episode: the metric values, never the reference
 # or what restates it (the gold label, the reference's events or subject, their counts).
@@ -93,22 +97,27 @@ class ExternalAgent:
 # ── runs and tokens ──────────────────────────────────────────────────────────────────────────
 
 
-def agent_spec(agent: str) -> ModelSpec:
-    """The ``ModelSpec`` of external agent ``agent``, created when there is none."""
+def agent_spec(agent: str, *, human: bool = False) -> ModelSpec:
+    """The ``ModelSpec`` of external agent ``agent``, created when there is none.
+
+    ``human``: ``agent`` is the username of a person playing in the browser; the spec is
+    ``human/<username>`` (name and provider model), family ``human``.
+    """
     agent = agent.strip()
     if not agent:
         raise ValueError("Name the agent.")
-    provider_model = f"external/{agent}"
-    spec, _ = ModelSpec.objects.get_or_create(
-        name=agent,
-        defaults={
-            "provider_model": provider_model,
+    if human:
+        name = provider_model = f"{HUMAN_FAMILY}/{agent}"
+        defaults = {"family": HUMAN_FAMILY, "notes": "A person, playing episodes on the site's play pages."}
+    else:
+        name, provider_model = agent, f"external/{agent}"
+        defaults = {
             "family": EXTERNAL_FAMILY,
             "notes": "An external agent framework, driven through the environment API.",
-        },
-    )
+        }
+    spec, _ = ModelSpec.objects.get_or_create(name=name, defaults={"provider_model": provider_model, **defaults})
     if spec.provider_model != provider_model:
-        raise ValueError(f"The name {agent!r} is already used for the model {spec.provider_model}.")
+        raise ValueError(f"The name {name!r} is already used for the model {spec.provider_model}.")
     return spec
 
 
@@ -143,17 +152,18 @@ def open_external_run(
     limits: dict | None = None,
     created_by=None,
     prompt_set: str | None = None,
+    human: bool = False,
 ) -> tuple[Run, str]:
     """Create an external run of ``agent`` on ``suite`` (one pending episode per instance) and its key.
 
     ``limits`` are the run's caps (``runs.loop.EpisodeLimits``); ``prompt_set`` the wording its agent
     reads (``benchmark.wording``; by default official where the package is installed). The run
     records the official configs' decoding settings, which the agent is advised to use with its
-    model. Returns the run and the key.
+    model. ``human``: ``agent`` is a player's username (``agent_spec``). Returns the run and the key.
     """
     run = create_run(
         suite=suite,
-        model=agent_spec(agent),
+        model=agent_spec(agent, human=human),
         tasks=tasks,
         name=name or f"{agent} on {suite.name}",
         limit=limit,
@@ -217,18 +227,36 @@ def start_episode(*, run: Run, record_id: str = "") -> EpisodeStart:
     # specs of the allowed tools.
     wording = run_wording(episode.run)
     specs, messages = opening(instance, wording, record_id=episode.record_id)
-    allowed = set(allowed_tool_names(instance))
-    tools = [spec for spec in specs if _spec_name(spec) in allowed]
     append_step(
         episode=episode,
         kind=Step.Kind.PROMPT,
         result={"messages": messages, "protocol": "text", "tools": None, "prompt_set": wording.name},
     )
+    return _offer(episode, messages, specs)
+
+
+def started_episode(episode: Episode) -> EpisodeStart:
+    """What ``episode``, already started, was offered: its recorded opening messages, tools and output schema.
+
+    For an agent that comes back to an episode it left (a player on the play pages).
+    """
+    if episode.status == Status.PENDING:
+        raise Conflict(f"Episode {episode.pk} has not started; start it first.")
+    prompt = episode.steps.filter(kind=Step.Kind.PROMPT).order_by("index").first()
+    messages = list(((prompt.result or {}) if prompt is not None else {}).get("messages") or [])
+    specs, _ = opening(episode.instance, run_wording(episode.run), record_id=episode.record_id)
+    return _offer(episode, messages, specs)
+
+
+def _offer(episode: Episode, messages: list[dict], specs: list[dict]) -> EpisodeStart:
+    """The episode's start as the agent gets it: the specs of the tools its instance allows, its schema and caps."""
+    instance = episode.instance
+    allowed = set(allowed_tool_names(instance))
     loop = _loop(episode)
     return EpisodeStart(
         episode=episode,
         messages=messages,
-        tools=tools,
+        tools=[spec for spec in specs if _spec_name(spec) in allowed],
         output_schema=instance.expected_output_schema or {},
         limits={"max_turns": loop.limits.max_turns, "max_tool_calls": loop.limits.max_tool_calls},
     )
@@ -354,6 +382,10 @@ def end_idle_episodes(*, run_id: int | None = None, now=None) -> int:
     episode ends scored as unanswered (an empty prediction), and its run finishes once every
     episode has. Runs as a django-q2 schedule (every minute, ``runs`` migration 0006) and before
     each environment request of a run (``run_id``). Returns how many episodes were ended.
+
+    A person's episodes (a ``human`` run, played on the play pages) are left alone: a player may
+    think for hours, or stop and come back another day, and a run of theirs never ends anyway
+    while instances of its suite are left to play.
     """
     from django.conf import settings
     from django.db.models.functions import Coalesce
@@ -362,6 +394,7 @@ def end_idle_episodes(*, run_id: int | None = None, now=None) -> int:
     cutoff = now - timedelta(seconds=settings.EEGAB_ENV_IDLE_SEC)
     idle = (
         Episode.objects.filter(status=Status.RUNNING, run__source=Run.Source.EXTERNAL)
+        .exclude(run__model__family=HUMAN_FAMILY)
         .annotate(last_action=Coalesce("heartbeat_at", "started_at"))
         .filter(last_action__lt=cutoff)
     )

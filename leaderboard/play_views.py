@@ -1,0 +1,178 @@
+"""The play pages: a player picks a suite and task and plays its episodes in the browser (``leaderboard.play``).
+
+Every page is for players only: a visitor who is not signed in is sent to the login page, a
+signed-in user who is neither staff nor in the ``players`` group gets 403. A player reaches only
+their own episodes (another player's answer 404, as an episode that does not exist), and, while
+one runs, only what its agent would see: the prompt, the tools and their results. The reference
+and the score show on the episode's own page once it has ended.
+"""
+from __future__ import annotations
+
+import json
+from functools import wraps
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST, require_safe
+
+from benchmark.models import Suite
+from leaderboard import play, views
+from runs import environment
+from runs.models import Episode, Status, Step
+
+
+def player_required(view):
+    """Players (and staff) only: the login page for a visitor, 403 for a signed-in non-player."""
+
+    @wraps(view)
+    def checked(request: HttpRequest, *args, **kwargs):
+        if not request.user.is_authenticated:
+            return redirect_to_login(request.get_full_path())
+        if not play.is_player(request.user):
+            raise PermissionDenied("Playing is for invited players; ask the site's staff for an invitation.")
+        return view(request, *args, **kwargs)
+
+    return checked
+
+
+@require_safe
+@player_required
+def index(request: HttpRequest) -> HttpResponse:
+    """Pick a suite and task to play; the player's unfinished episodes to go back to, and those they finished."""
+    episodes = play.player_episodes(request.user).select_related("run__suite", "instance__task").order_by("-started_at")
+    suites = list(Suite.objects.select_related("release").order_by("name"))
+    return render(request, "play/index.html", {
+        "nav": "play",
+        "suites": [{"suite": suite, "tasks": play.task_progress(request.user, suite)} for suite in suites],
+        "unfinished": episodes.filter(status=Status.RUNNING),
+        "finished": episodes.filter(status__in=play.ENDED)[:50],
+    })
+
+
+@require_POST
+@player_required
+def start(request: HttpRequest) -> HttpResponse:
+    """Start the player's next unplayed instance of the chosen suite and task, and open it."""
+    suite = get_object_or_404(Suite, name=request.POST.get("suite", ""))
+    try:
+        episode = play.start_play(user=request.user, suite=suite, task=request.POST.get("task", ""))
+    except (ValueError, environment.EnvironmentRefused) as exc:
+        messages.error(request, str(exc))
+        return redirect("play:index")
+    return redirect("play:episode", pk=episode.pk)
+
+
+@require_safe
+@player_required
+def episode(request: HttpRequest, pk: int) -> HttpResponse:
+    """Play an episode: its prompt, the tool forms, the steps so far and the final-answer form.
+
+    An episode that has ended has nothing left to play: its own page shows the result.
+    """
+    episode = play.own_episode(request.user, pk)
+    if episode.status != Status.RUNNING:
+        return redirect("leaderboard:episode", pk=episode.pk)
+    offer = environment.started_episode(episode)
+    facts = play.record_facts(episode)
+    return render(request, "play/episode.html", {
+        "nav": "play",
+        "episode": episode,
+        "task": episode.instance.task,
+        "opening": offer.messages,
+        "limits": offer.limits,
+        "tools": play.tool_forms(offer.tools, facts),
+        "answer_fields": play.schema_fields(offer.output_schema, facts),
+        "steps": _steps(episode),
+        "preview": play.answer_preview(episode, {}),
+        "steps_url": reverse("play:steps", args=[pk]),
+        "preview_url": reverse("play:preview", args=[pk]),
+        "play_config": {
+            "action_url": reverse("play:action", args=[pk]),
+            "task": episode.instance.task.code,
+            "n_epochs": facts.n_epochs,
+            "duration_sec": facts.duration_sec,
+        },
+    })
+
+
+def _steps(episode: Episode) -> list[dict]:
+    """The episode's steps as the explorer lists them, their details fetched from the play pages."""
+    shown = []
+    for step in episode.steps.exclude(kind=Step.Kind.PROMPT).order_by("index"):
+        item = views.step_view(step, episode.pk, staff=False)
+        if item["details_url"]:
+            item["details_url"] = reverse("play:step", args=[episode.pk, step.index])
+        shown.append(item)
+    return shown
+
+
+@require_safe
+@player_required
+def steps(request: HttpRequest, pk: int) -> HttpResponse:
+    """The step list of the player's episode, refreshed after each action."""
+    episode = play.own_episode(request.user, pk)
+    return render(request, "leaderboard/_steps.html", {"steps": _steps(episode)})
+
+
+@require_safe
+@player_required
+def step(request: HttpRequest, pk: int, index: int) -> HttpResponse:
+    """One step's details, as the explorer shows them."""
+    episode = play.own_episode(request.user, pk)
+    found = get_object_or_404(Step.objects.select_related("episode"), episode=episode, index=index)
+    return views.step_details(request, found, signal_url=reverse("play:signal", args=[pk, index]))
+
+
+@require_safe
+@player_required
+def signal(request: HttpRequest, pk: int, index: int) -> JsonResponse:
+    """The signal a tool call covered, decimated as for any visitor; cached by the player's browser only."""
+    episode = play.own_episode(request.user, pk)
+    response = views.step_signal(request, views.signal_step(episode.pk, index))
+    response["Cache-Control"] = "private, max-age=3600"
+    return response
+
+
+def _json_body(request: HttpRequest) -> dict | None:
+    if len(request.body) > settings.EEGAB_ENV_MAX_BODY_BYTES:
+        return None
+    try:
+        body = json.loads(request.body.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return None
+    return body if isinstance(body, dict) else None
+
+
+@require_POST
+@player_required
+def action(request: HttpRequest, pk: int) -> JsonResponse:
+    """One action of the player, the JSON an external agent posts: ``{"action": "tool_call", "tool_name",
+    "arguments"}`` or ``{"action": "final_answer", …}``; the environment's reply, and where to go once it has ended."""
+    episode = play.own_episode(request.user, pk)
+    body = _json_body(request)
+    if body is None:
+        return JsonResponse({"detail": "Send one action as a JSON object."}, status=400)
+    try:
+        outcome = environment.take_action(episode=episode, action=body)
+    except environment.EnvironmentRefused as exc:
+        return JsonResponse({"detail": str(exc)}, status=exc.status)
+    reply = outcome.to_dict()
+    if outcome.done:
+        reply["episode_url"] = reverse("leaderboard:episode", args=[pk])
+    return JsonResponse(reply)
+
+
+@require_POST
+@player_required
+def preview(request: HttpRequest, pk: int) -> JsonResponse:
+    """The chart of the answer being written (T5 intervals, T6 hypnogram), redrawn as the player edits it."""
+    episode = play.own_episode(request.user, pk)
+    answer = _json_body(request)
+    if answer is None:
+        return JsonResponse({"detail": "Send the answer as a JSON object."}, status=400)
+    return JsonResponse({"figure": play.answer_preview(episode, answer)})

@@ -1,0 +1,12 @@
+"""Template filters of the play pages: whether the signed-in user may play (the navigation's "Play" link)."""
+from django import template
+
+from leaderboard import play
+
+register = template.Library()
+
+
+@register.filter
+def may_play(user) -> bool:
+    """Whether ``user`` is a player (in the ``players`` group) or staff."""
+    return play.is_player(user)
