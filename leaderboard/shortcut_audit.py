@@ -109,8 +109,9 @@ def audit_suite(
     """Audit ``tasks`` of ``suite``, store each task's result (replacing an earlier one) and return the JSON.
 
     Returns ``{"tasks": {"T3": {"primary_metric", "best": {"feature", "rule", "score", "ci"},
-    "candidates": [...]}}}``. Raises ``shortcuts.AuditError`` (nothing stored) when a task cannot
-    be audited.
+    "candidates": [...], "folds"}}}``; ``folds`` is at most ``folds``, fewer for a task whose
+    subjects, nights or smallest class cannot fill them. Raises ``shortcuts.AuditError``
+    (nothing stored) when a task cannot be audited.
     """
     audits: dict[str, dict[str, Any]] = {}
     for task in tasks:
@@ -128,16 +129,18 @@ def audit_suite(
                 progress(f"{task}: {number}/{len(instances)} instances")
         result = shortcuts.audit_task(task, audited, n_folds=folds, seed=seed,
                                       sample_of=functools.partial(task_sample, task), progress=progress)
+        if result.n_folds < folds:
+            progress(f"{task}: {result.n_folds} folds, as many as its subjects, nights or smallest class allow")
         progress(f"{task}: best of {result.n_candidates} candidates: {result.best.feature} "
                  f"({result.primary_metric} {result.best.score:.3f})")
         audits[task] = result.to_json()
-    store_audits(suite=suite, audits=audits, folds=folds, seed=seed)
+    store_audits(suite=suite, audits=audits, seed=seed)
     return {"tasks": audits}
 
 
 @transaction.atomic
-def store_audits(*, suite: Suite, audits: dict[str, dict[str, Any]], folds: int, seed: int) -> list[ShortcutAudit]:
-    """Replace the stored audit of each task in ``audits`` on ``suite``, all or none."""
+def store_audits(*, suite: Suite, audits: dict[str, dict[str, Any]], seed: int) -> list[ShortcutAudit]:
+    """Replace the stored audit of each task in ``audits`` on ``suite`` (each with the folds it used), all or none."""
     ShortcutAudit.objects.filter(suite=suite, task__in=list(audits)).delete()
-    return [ShortcutAudit.objects.create(suite=suite, task=task, result=result, folds=folds, seed=seed)
+    return [ShortcutAudit.objects.create(suite=suite, task=task, result=result, folds=result["folds"], seed=seed)
             for task, result in audits.items()]

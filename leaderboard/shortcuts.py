@@ -199,6 +199,25 @@ def _check_folds(n_folds: int) -> None:
         raise AuditError(f"folds must be an integer of at least 2, got {n_folds!r}")
 
 
+def feasible_folds(task: str, instances: Sequence[AuditInstance], n_folds: int) -> int:
+    """The folds ``task`` can have, at most ``n_folds``: no more than its subjects or nights (T5/T6) or its
+    smallest class's instances (T2-T4), so that every fold holds a part of each.
+
+    Raises ``AuditError`` when not even two folds are possible.
+    """
+    _check_folds(n_folds)
+    if task in ("T5", "T6"):
+        available, unit = len({instance.group for instance in instances}), "subject(s) or night(s)"
+    else:
+        counts: dict[str, int] = {}
+        for instance in instances:
+            counts[_label(instance)] = counts.get(_label(instance), 0) + 1
+        available, unit = min(counts.values()), f"instance(s) in its smallest class ({min(counts, key=counts.get)!r})"
+    if available < 2:
+        raise AuditError(f"{task} has {available} {unit}: cross-validation needs at least 2")
+    return min(n_folds, available)
+
+
 def stratified_folds(labels: Sequence[str], n_folds: int, *, seed: int = 0) -> np.ndarray:
     """Fold index of each instance: every class spread evenly over the folds, in a seeded order.
 
@@ -520,12 +539,16 @@ class TaskAudit:
     n_candidates: int
 
     @property
+    def n_folds(self) -> int:
+        return int(self.folds.max()) + 1
+
+    @property
     def best(self) -> CandidateResult:
         return self.ranked[0]
 
     def to_json(self) -> dict[str, Any]:
         return {"primary_metric": self.primary_metric, "best": self.best.to_json(),
-                "candidates": [candidate.to_json() for candidate in self.ranked[1:]]}
+                "candidates": [candidate.to_json() for candidate in self.ranked[1:]], "folds": self.n_folds}
 
 
 def _feature_values(task: str, instances: Sequence[AuditInstance]) -> dict[str, list[Any]]:
@@ -576,7 +599,8 @@ def audit_task(
     instances : sequence of AuditInstance
         The suite's instances of the task, with their features.
     n_folds : int
-        Number of cross-validation folds (at least 2).
+        Number of cross-validation folds (at least 2); fewer when the task's subjects, nights or
+        smallest class cannot fill them (``feasible_folds``).
     seed : int
         Seed of the fold assignment and of the bootstrap.
     sample_of : callable
@@ -606,6 +630,7 @@ def audit_task(
     if task in REFERENCE_CLASSES:
         instances = [replace(instance, label=normalise_class_label(task, instance.item.gold.get("label")))
                      for instance in instances]
+    n_folds = feasible_folds(task, instances, n_folds)
     if task in ("T5", "T6"):
         folds = group_folds([instance.group for instance in instances], n_folds, seed=seed)
     else:

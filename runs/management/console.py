@@ -149,8 +149,32 @@ def metrics_table(report: dict) -> str:
     else:
         note = "official" if report["overall_official"] else "partial: not every task is official"
     lines.append(f"{'Overall':<8}{'':>9}  {'mean':<10}{_score(overall):>8}  ({note})")
+    if report.get("epochs", 1) > 1:
+        lines += ["", *epochs_table(report)]
     usage = report["usage"]
     tokens = usage["prompt_tokens"] + usage["completion_tokens"]
     cost = cost_text(report["provider_model"], usage["cost_usd"], tokens=tokens)
     lines += ["", f"tokens: {usage['prompt_tokens']:,} prompt, {usage['completion_tokens']:,} completion · cost {cost}"]
     return "\n".join(lines)
+
+
+def epochs_table(report: dict) -> list[str]:
+    """The lines of a run played over K > 1 epochs: per task the primary score's mean and sd over epochs,
+    each epoch's score, the flip rate, and pass^k / pass@k where the task has them; Overall's mean and sd."""
+    k = report["epochs"]
+    lines = [f"over {k} epochs (each instance played {k} times; the scores above are the means over epochs)",
+             f"{'task':<8}{'mean':>8}{'sd':>8}  {'per epoch':<{8 * k}}{'flip rate':>10}{'pass^k':>8}{'pass@k':>8}"]
+    for task, summary in report["tasks"].items():
+        epochs = summary.get("epochs")
+        if not epochs:
+            continue
+        per_epoch = "".join(f"{_score(score):>8}" for score in epochs["scores"])
+        lines.append(
+            f"{task:<8}{_score(summary['primary_score']):>8}{_score(epochs['sd']):>8}  {per_epoch:<{8 * k}}"
+            f"{_score(epochs['flip_rate']):>10}{_score(epochs.get('pass_hat_k')):>8}{_score(epochs.get('pass_at_k')):>8}"
+        )
+    overall = report.get("overall_epochs")
+    if overall:
+        per_epoch = "".join(f"{_score(score):>8}" for score in overall["scores"])
+        lines.append(f"{'Overall':<8}{_score(report['overall']):>8}{_score(overall['sd']):>8}  {per_epoch}")
+    return lines

@@ -25,6 +25,7 @@ T3_AUDIT = {
              "score": 0.9459, "ci": [0.861, 1.0]},
     "candidates": [{"feature": f"compute_psd.total_power_uv2[EEG{n}]", "rule": "threshold on …", "score": 0.9,
                     "ci": [0.8, 0.97]} for n in range(4)],
+    "folds": 5,
 }
 T5_AUDIT = {
     "primary_metric": "event_f1",
@@ -32,12 +33,13 @@ T5_AUDIT = {
              "rule": "window threshold on compute_windowed_features.rms_uv[max]: seizure where > 80.5",
              "score": 0.4213, "ci": [0.2, 0.6]},
     "candidates": [],
+    "folds": 5,
 }
 
 
 @pytest.fixture
 def audited(bench):
-    store_audits(suite=bench.suite, audits={"T3": T3_AUDIT, "T5": T5_AUDIT}, folds=5, seed=0)
+    store_audits(suite=bench.suite, audits={"T3": T3_AUDIT, "T5": T5_AUDIT}, seed=0)
     return bench
 
 
@@ -49,8 +51,8 @@ def scores_figure(html: str) -> dict:
 
 def test_store_replaces_a_tasks_audit_and_keeps_the_others(audited):
     first = ShortcutAudit.objects.get(suite=audited.suite, task="T3")
-    store_audits(suite=audited.suite, audits={"T3": {**T3_AUDIT, "best": {**T3_AUDIT["best"], "score": 0.5}}},
-                 folds=3, seed=9)
+    store_audits(suite=audited.suite, audits={"T3": {**T3_AUDIT, "best": {**T3_AUDIT["best"], "score": 0.5}, "folds": 3}},
+                 seed=9)
     assert ShortcutAudit.objects.filter(suite=audited.suite).count() == 2
     replaced = ShortcutAudit.objects.get(suite=audited.suite, task="T3")
     assert (replaced.best["score"], replaced.folds, replaced.seed) == (0.5, 3, 9)

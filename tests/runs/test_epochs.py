@@ -240,3 +240,21 @@ def test_rank_stability_shares_of_a_pair_sum_to_one_with_ties_half():
     assert above[0, 1] + above[1, 0] == pytest.approx(1.0)
     assert np.diag(above).tolist() == [0.5, 0.5]
     assert stats.rank_stability([]).shape == (0, 0)
+
+
+def test_the_text_report_of_several_epochs_shows_each_tasks_spread(demo):
+    run, report = random_run("--tasks", "T3,T5", "--epochs", "2")
+    from runs.management.console import metrics_table
+
+    text = metrics_table(run_report(run))
+    assert "over 2 epochs" in text
+    t3 = next(line for line in text.splitlines() if line.startswith("T3 ") and "/" not in line)
+    epochs = report["tasks"]["T3"]["epochs"]
+    assert t3.split() == [
+        "T3", f"{report['tasks']['T3']['primary_score']:.4f}", f"{epochs['sd']:.4f}",
+        *(f"{score:.4f}" for score in epochs["scores"]),
+        f"{epochs['flip_rate']:.4f}", f"{epochs['pass_hat_k']:.4f}", f"{epochs['pass_at_k']:.4f}",
+    ]
+    t5 = next(line for line in text.splitlines() if line.startswith("T5 ") and "/" not in line)
+    assert t5.split()[-2:] == ["-", "-"]  # pass^k and pass@k are for the classification tasks
+    assert "epochs (each instance" not in metrics_table(run_report(random_run("--tasks", "T3")[0]))

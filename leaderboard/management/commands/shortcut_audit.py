@@ -1,6 +1,5 @@
 """``manage.py shortcut_audit SUITE``: how far one tool output goes on each signal task, cross-validated."""
 import json
-import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
@@ -35,7 +34,7 @@ class Command(BaseCommand):
             raise CommandError(f"--folds must be at least 2, got {options['folds']}")
         try:
             result = audit_suite(suite=suite, tasks=tasks, folds=options["folds"], seed=options["seed"],
-                                 progress=lambda line: print(line, file=sys.stderr, flush=True))
+                                 progress=lambda line: (self.stderr.write(line), self.stderr.flush()))
         except AuditError as exc:
             raise CommandError(str(exc)) from None
         if options["json"]:
