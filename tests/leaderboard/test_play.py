@@ -300,3 +300,36 @@ def test_the_admin_adds_chosen_users_to_players(admin_client, visitor):
                                  {"action": "add_to_players", "_selected_action": [visitor.pk]})
     assert response.status_code == 302
     assert visitor.groups.filter(name=PLAYERS_GROUP).exists()
+
+
+def reference_answer(instance) -> dict:
+    """The reference of ``instance`` as a final answer of its task (a player who knows the answer)."""
+    from runs.agents import hypnogram_answer
+
+    reference, task = instance.reference, instance.task.code
+    if task == "T1":
+        return {"answer": reference["answer"]}
+    if task in ("T2", "T3", "T4"):
+        return {"classification": reference["label"], "findings": []}
+    if task == "T5":
+        return {"seizure_events": [{"onset_sec": on, "offset_sec": off} for on, off in reference["seizure_events"]]}
+    return hypnogram_answer(reference["epoch_labels_aasm"])
+
+
+@pytest.mark.parametrize("task", ["T1", "T2", "T3", "T4", "T5", "T6"])
+def test_every_task_has_an_answer_form_from_its_schema_and_a_right_answer_scores_as_the_official_scorer_says(
+    demo, ann, task
+):
+    client = client_for(ann)
+    episode = start(client, task)
+    page = client.get(reverse("play:episode", args=[episode.pk]))
+    assert page.status_code == 200 and page.context["answer_fields"]
+    answer = {key: value for key, value in reference_answer(episode.instance).items() if key != "action"}
+    names = {field.name for field in page.context["answer_fields"]}
+    assert set(answer) <= names | {"findings"}  # every part of the answer has an input
+
+    done = act(client, episode, {"action": "final_answer", **answer}).json()
+
+    episode.refresh_from_db()
+    assert done["done"] is True and episode.status == Status.COMPLETED
+    assert episode.scores == official_score(episode.instance, {"action": "final_answer", **answer})
