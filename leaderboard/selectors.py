@@ -139,6 +139,7 @@ class LeaderboardRow:
     epochs: int = 1
     overall_epochs: dict[str, Any] | None = None
     epoch_stats: dict[str, dict[str, Any]] = field(default_factory=dict)
+    baseline: bool = False  # a built-in baseline's run: it calls no model and costs nothing
 
     @property
     def overall_sd(self) -> float | None:
@@ -253,6 +254,7 @@ def _run_row(run: Run, summary: RunSummary, *, suite: Suite) -> LeaderboardRow:
         epochs=run.epochs,
         overall_epochs=overall_over_epochs(summary.tasks),
         epoch_stats={task: scored["epochs"] for task, scored in summary.tasks.items() if "epochs" in scored},
+        baseline=is_baseline(run.model.provider_model),
     )
 
 

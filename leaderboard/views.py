@@ -522,6 +522,7 @@ def _episode_summary(episode: Episode, *, references: bool) -> dict:
         "labels": _labels(episode, references=references),
         "figure": outcome_figure(episode, references=references),
         "total_tokens": episode.prompt_tokens + episode.completion_tokens,
+        "baseline": is_baseline(episode.run.model.provider_model),
     }
 
 

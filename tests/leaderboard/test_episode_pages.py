@@ -289,3 +289,21 @@ def test_the_run_page_gives_a_seizure_free_episode_its_counts_and_links_every_en
 def test_the_task_page_links_to_the_compare_view(client, bench):
     html = client.get(reverse("leaderboard:task", args=["T5"]), {"suite": bench.suite.name}).content.decode()
     assert f'href="{reverse("leaderboard:compare")}"' in html
+
+
+def test_a_built_in_baselines_costs_read_free_on_the_board_and_its_episodes(client, db):
+    from benchmark.models import Task
+    from django.core.management import call_command
+    from io import StringIO
+
+    from tests.runs.demo_suite import import_demo
+
+    Task.objects.ensure_official()
+    suite = import_demo()
+    call_command("run_benchmark", model="baseline/heuristic", suite=suite.name, tasks="T3", sync=True, stdout=StringIO())
+    board = client.get(reverse("leaderboard:index"), {"suite": suite.name}).content.decode()
+    row = re.search(r"<tr[^>]*>(?:(?!</tr>).)*baseline/heuristic(?:(?!</tr>).)*</tr>", board, re.S).group(0)
+    assert ">free<" in row and "$0" not in row
+    episode = Episode.objects.filter(run__model__provider_model="baseline/heuristic").first()
+    header = client.get(reverse("leaderboard:episode", args=[episode.pk])).content.decode()
+    assert re.search(r"<dt>Cost</dt><dd>free", header) and "$0" not in header
