@@ -429,10 +429,23 @@ def shortcut_audits(*, suite: str) -> dict[str, ShortcutAudit]:
     return {audit.task: audit for audit in ShortcutAudit.objects.filter(suite__name=suite).order_by("task")}
 
 
-def audit_json(audits: dict[str, ShortcutAudit]) -> dict[str, dict[str, Any]]:
-    """The audits as JSON, per task: the stored result with its folds, seed and date."""
-    return {task: {**audit.result, "folds": audit.folds, "seed": audit.seed, "created_at": audit.created_at.isoformat()}
-            for task, audit in audits.items()}
+def audit_json(audits: dict[str, ShortcutAudit], *, rules: bool) -> dict[str, dict[str, Any]]:
+    """The audits as JSON, per task: the stored result with its folds, seed and date.
+
+    Without ``rules`` (anyone but staff) each candidate keeps its feature, score and interval but
+    not its rule: the thresholds were fitted on the answer key, and with them anyone who can call
+    the tools could label the instances as well as the audit does.
+    """
+
+    def shown(candidate: dict) -> dict:
+        return candidate if rules else {key: value for key, value in candidate.items() if key != "rule"}
+
+    return {
+        task: {**audit.result, "best": shown(audit.result["best"]),
+               "candidates": [shown(candidate) for candidate in audit.result.get("candidates", [])],
+               "folds": audit.folds, "seed": audit.seed, "created_at": audit.created_at.isoformat()}
+        for task, audit in audits.items()
+    }
 
 
 def boards() -> list[Board]:
@@ -961,7 +974,17 @@ class RunDetail:
     episodes: list[EpisodeRow]
 
 
-def run_detail(*, run_id: int) -> RunDetail:
+def episode_order(*, staff: bool) -> tuple[str, ...]:
+    """How a run's episodes are listed: by task, then, for staff, by the instance's position in the suite.
+
+    Anyone else gets them by task and record id (random, of the episode's own): an order by
+    position (or by episode id) would tell which instance a still-running episode plays, from its
+    place beside the same task's ended episodes of another run.
+    """
+    return ("instance__task__code", "instance__position", "epoch", "id") if staff else ("instance__task__code", "record_id", "id")
+
+
+def run_detail(*, run_id: int, staff: bool = False) -> RunDetail:
     """One run with its up-to-date summary and all its episodes, in three queries when the summary is fresh.
 
     Raises ``Run.DoesNotExist``.
@@ -980,7 +1003,7 @@ def run_detail(*, run_id: int) -> RunDetail:
             score=item_score(values[2], values[12] or {}), epoch=values[13],
         )
         for values in Episode.objects.filter(run=run)
-        .order_by("instance__task__code", "instance__position", "id")
+        .order_by(*episode_order(staff=staff))
         .values_list(
             "id", "record_id", "instance__task__code", "status", "ended_by", "attempt", "n_turns",
             "n_tool_calls", "prompt_tokens", "completion_tokens", "cost_usd", "wall_time_sec", "scores", "epoch",

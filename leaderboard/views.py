@@ -783,7 +783,7 @@ def _filtered_episodes(request: HttpRequest, run: Run, form: EpisodeFilterForm):
     episodes = (
         with_outcome(run.episodes.select_related("instance__task"))
         .defer("final_answer", "prediction", "error_message")
-        .order_by("instance__task__code", "instance__position", "id")
+        .order_by(*selectors.episode_order(staff=is_staff(request)))
     )
     if not form.is_valid():
         return episodes

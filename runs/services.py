@@ -1,4 +1,5 @@
 """Writes that touch several rows at once: creating a run, appending steps, retrying an episode."""
+import random
 from collections import defaultdict
 from collections.abc import Sequence
 
@@ -77,6 +78,9 @@ def create_run(
     for code in codes:
         instances.extend(suite.instances.filter(task__code=code).order_by("position", "id")[:limit])
     plays = [(epoch, instance) for epoch in range(epochs) for instance in instances]
+    # Episodes get their ids in a random order, so that an id (or a list in id order) tells nothing
+    # of the instance or epoch it plays.
+    random.SystemRandom().shuffle(plays)
     record_ids = episode_record_ids([instance for _, instance in plays])
     Episode.objects.bulk_create([
         Episode(run=run, instance=instance, epoch=epoch, record_id=record_id)

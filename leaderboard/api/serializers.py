@@ -149,11 +149,15 @@ class EpisodeRowSerializer(serializers.Serializer):
     completion_tokens = serializers.IntegerField()
     cost_usd = CostField()
     score = ScoreField()
-    epoch = serializers.IntegerField()
+    epoch = serializers.SerializerMethodField()
 
     def get_instance(self, row) -> str | None:
         """The record id its agent saw; null for a visitor while the episode has not ended."""
         return row.record_id if self.context.get("staff") or row.status in ENDED else None
+
+    def get_epoch(self, row) -> int | None:
+        """The play of its instance it is (0-based); null for a visitor while the episode has not ended."""
+        return row.epoch if self.context.get("staff") or row.status in ENDED else None
 
 
 class RunDetailSerializer(serializers.Serializer):

@@ -93,7 +93,7 @@ class LeaderboardView(Endpoint):
         except selectors.UnknownBoard as exc:
             raise NotFound(str(exc)) from None
         return Response({**serializers.LeaderboardSerializer(board).data,
-                         "one_feature_audit": selectors.audit_json(board.audits)})
+                         "one_feature_audit": selectors.audit_json(board.audits, rules=_is_staff(request))})
 
 
 class RunListView(Endpoint):
@@ -109,7 +109,7 @@ class RunDetailView(Endpoint):
 
     def get(self, request, run_id: int):
         try:
-            detail = selectors.run_detail(run_id=run_id)
+            detail = selectors.run_detail(run_id=run_id, staff=_is_staff(request))
         except Run.DoesNotExist:
             raise NotFound(f"no run {run_id}") from None
         context = {"scores_visible": _scores_visible(request), "staff": _is_staff(request)}

@@ -109,3 +109,45 @@ def test_a_visitor_gets_every_signal_window_decimated(client, staff_user, attack
     assert 0 < len(shown) <= 256  # a 2-s epoch of 512 samples: at most half of them
     client.force_login(staff_user)
     assert len(client.get(url).json()["figure"]["data"][0]["x"]) == 512
+
+
+# ── a running episode's place in a list ──────────────────────────────────────────────────────
+
+
+def public_rows(client, run, task: str) -> list[dict]:
+    return [row for row in client.get(f"/api/runs/{run.pk}/").json()["episodes"] if row["task"] == task]
+
+
+def test_a_running_episodes_place_in_a_public_list_does_not_tell_its_instance(demo, client):
+    """Listed by position, the n-th running row of a task would be the n-th ended row of another run."""
+    heuristic, _ = ModelSpec.objects.get_or_create(name="baseline/heuristic", provider_model="baseline/heuristic")
+    earlier = create_run(suite=demo, model=heuristic, tasks=["T2"], name="earlier")
+    for episode in earlier.episodes.all():
+        run_episode(episode_id=episode.pk)
+    later = create_run(suite=demo, model=heuristic, tasks=["T2"], name="later")
+    later.episodes.update(status=Status.RUNNING)
+    ended = [Episode.objects.get(pk=row["id"]).instance_id for row in public_rows(client, earlier, "T2")]
+    running = [Episode.objects.get(pk=row["id"]).instance_id for row in public_rows(client, later, "T2")]
+    assert sorted(ended) == sorted(running) and len(ended) == 30
+    assert sum(a == b for a, b in zip(ended, running)) < 10  # no longer aligned place by place (30 of 30 before)
+    page = client.get(reverse("leaderboard:run", args=[later.pk]), {"task": "T2"}).content.decode()
+    shown = [int(pk) for pk in __import__("re").findall(r'<td class="num" data-sort="(\d+)">\1</td>', page)]
+    by_position = list(later.episodes.order_by("instance__position").values_list("id", flat=True))
+    assert shown and shown != by_position[: len(shown)]
+
+
+def test_episode_ids_follow_no_instance_or_epoch_order(demo):
+    heuristic, _ = ModelSpec.objects.get_or_create(name="baseline/heuristic", provider_model="baseline/heuristic")
+    run = create_run(suite=demo, model=heuristic, tasks=["T2"], epochs=2)
+    by_id = list(run.episodes.order_by("id").values_list("epoch", "instance__position"))
+    assert by_id != sorted(by_id)  # created in a random order, not epoch by epoch and position by position
+    assert {epoch for epoch, _ in by_id[:30]} == {0, 1}
+
+
+def test_a_visitor_sees_no_epoch_of_an_episode_that_has_not_ended(demo, client, staff_user):
+    heuristic, _ = ModelSpec.objects.get_or_create(name="baseline/heuristic", provider_model="baseline/heuristic")
+    run = create_run(suite=demo, model=heuristic, tasks=["T3"], epochs=2)
+    run.episodes.update(status=Status.RUNNING)
+    assert {row["epoch"] for row in public_rows(client, run, "T3")} == {None}
+    client.force_login(staff_user)
+    assert {row["epoch"] for row in public_rows(client, run, "T3")} == {0, 1}
