@@ -18,7 +18,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
+from django.db import transaction
 from django.db.models import QuerySet
 from django.http import Http404
 
@@ -69,17 +71,23 @@ def player_run(*, user, suite: Suite) -> Run:
     """``user``'s run on ``suite``, opened on all the suite's tasks the first time they play it.
 
     The run is an external run whose environment key is revoked at once: a person plays it
-    from the site only, never over the environment API.
+    from the site only, never over the environment API. The user's row is locked while the run
+    is looked for and made, so two requests at once (a double click, two tabs) make one run.
     """
     run = player_runs(user).filter(suite=suite).order_by("-id").first()
     if run is not None:
         return run
-    tasks = sorted(set(suite.instances.values_list("task__code", flat=True)))
-    run, _ = environment.open_external_run(
-        agent=user.get_username(), suite=suite, tasks=tasks, name=f"{agent_name(user)} on {suite.name}",
-        created_by=user, human=True,
-    )
-    EnvironmentToken.objects.filter(run=run).update(revoked=True)
+    with transaction.atomic():
+        get_user_model().objects.select_for_update().get(pk=user.pk)
+        run = player_runs(user).filter(suite=suite).order_by("-id").first()
+        if run is not None:
+            return run
+        tasks = sorted(set(suite.instances.values_list("task__code", flat=True)))
+        run, _ = environment.open_external_run(
+            agent=user.get_username(), suite=suite, tasks=tasks, name=f"{agent_name(user)} on {suite.name}",
+            created_by=user, human=True,
+        )
+        EnvironmentToken.objects.filter(run=run).update(revoked=True)
     return run
 
 

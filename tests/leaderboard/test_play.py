@@ -333,3 +333,19 @@ def test_every_task_has_an_answer_form_from_its_schema_and_a_right_answer_scores
     episode.refresh_from_db()
     assert done["done"] is True and episode.status == Status.COMPLETED
     assert episode.scores == official_score(episode.instance, {"action": "final_answer", **answer})
+
+
+def test_a_run_made_by_a_concurrent_request_is_found_again_under_the_lock(demo, ann, monkeypatch):
+    from leaderboard import play
+    from runs.models import Run
+
+    first = player_run(user=ann, suite=demo)
+    real, looked = play.player_runs, []
+
+    def racing(user):  # the unlocked look misses the run another request has just made
+        looked.append(user)
+        return real(user).none() if len(looked) == 1 else real(user)
+
+    monkeypatch.setattr(play, "player_runs", racing)
+    assert player_run(user=ann, suite=demo) == first and len(looked) == 2
+    assert Run.objects.filter(model__provider_model="human/ann", suite=demo).count() == 1
