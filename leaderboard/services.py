@@ -58,6 +58,9 @@ SUMMARY_REFRESH_SEC = 10.0
 RESCORED_KEPT = 32
 _rescored: OrderedDict[tuple, RunSummary] = OrderedDict()
 _rescored_lock = threading.Lock()
+# Bootstrap distributions of stored summaries' Overall, kept per process (``overall_resamples``).
+RESAMPLES_KEPT = 256
+_resamples: OrderedDict[tuple, np.ndarray] = OrderedDict()
 
 
 # ── run summaries ───────────────────────────────────────────────────────────────────────────
@@ -493,11 +496,27 @@ def overall_over_epochs(tasks: Mapping[str, Mapping[str, Any]]) -> dict[str, Any
 def overall_resamples(
     summary: RunSummary, *, n_resamples: int = stats.DEFAULT_RESAMPLES, seed: int = stats.DEFAULT_SEED
 ) -> np.ndarray | None:
-    """The bootstrap distribution of a run's Overall (``stats.overall_resamples``); None without all six tasks."""
+    """The bootstrap distribution of a run's Overall (``stats.overall_resamples``); None without all six tasks.
+
+    A stored summary's distribution is kept in this process until the summary is saved again, so
+    that the analysis page, which compares every run's, draws each run's once per change.
+    """
     if sorted(summary.tasks) != list(TASK_IDS) or any(not summary.items.get(code) for code in TASK_IDS):
         return None
+    key = None if summary.pk is None else (summary.pk, summary.computed_at, n_resamples, seed)
+    with _rescored_lock:
+        kept = _resamples.get(key) if key else None
+    if kept is not None:
+        return kept
     samples = [task_sample(code, summary.items[code]) for code in TASK_IDS]
-    return stats.overall_resamples(samples, n_resamples=n_resamples, seed=seed)
+    drawn = stats.overall_resamples(samples, n_resamples=n_resamples, seed=seed)
+    drawn.setflags(write=False)
+    if key:
+        with _rescored_lock:
+            _resamples[key] = drawn
+            while len(_resamples) > RESAMPLES_KEPT:
+                _resamples.popitem(last=False)
+    return drawn
 
 
 def refresh_run_summary(run: Run, *, force: bool = False) -> RunSummary:

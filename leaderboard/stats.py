@@ -240,13 +240,16 @@ def overall_resamples(
     if n_resamples < 1:
         raise ValueError("n_resamples must be at least 1")
     rng = np.random.default_rng(seed)
+    # Epochs are drawn from a generator of their own, so that the instances of every task are drawn
+    # alike for runs of one epoch and of several (their resamples stay paired, as rank_stability needs).
+    epoch_rng = np.random.default_rng([seed, 1])
     overall = np.zeros(n_resamples)
     for sample in samples:
         if sample.n_items == 0:
             raise ValueError("every task sample needs at least one item")
         indices = rng.integers(0, sample.n_items, size=(n_resamples, sample.n_items))
         if isinstance(sample, EpochSample):
-            epochs = rng.integers(0, sample.n_epochs, size=(n_resamples, sample.n_epochs))
+            epochs = epoch_rng.integers(0, sample.n_epochs, size=(n_resamples, sample.n_epochs))
             overall += sample.resampled(indices, epochs)
         else:
             overall += sample.resampled(indices)

@@ -216,3 +216,16 @@ def test_tie_groups_follow_overlap_with_the_group_leader(intervals, expected):
 def test_tie_groups_reject_reversed_intervals():
     with pytest.raises(ValueError):
         stats.tie_groups([(0.6, 0.5)])
+
+
+def test_runs_of_one_and_of_several_epochs_are_resampled_on_the_same_instances():
+    """Paired resamples: a run whose epochs all equal another run's one epoch gets its distribution exactly."""
+    rng = np.random.default_rng(5)
+    tasks = [stats.MeanSample(values=rng.random(n)) for n in (38, 300, 188)]
+    single = stats.overall_resamples(tasks, n_resamples=200, seed=3)
+    repeated = stats.overall_resamples([stats.EpochSample(epochs=(task, task, task)) for task in tasks], n_resamples=200,
+                                       seed=3)  # fmt: skip
+    mixed = stats.overall_resamples([stats.EpochSample(epochs=(tasks[0], tasks[0])), tasks[1], tasks[2]], n_resamples=200,
+                                    seed=3)  # fmt: skip
+    np.testing.assert_allclose(repeated, single, rtol=1e-12)
+    np.testing.assert_allclose(mixed, single, rtol=1e-12)

@@ -1,4 +1,5 @@
 """Summaries as pages read them: re-scored in memory when stale, once per change of the episodes."""
+import numpy as np
 import pytest
 
 from leaderboard import selectors, services
@@ -61,3 +62,17 @@ def test_two_runs_with_equal_signatures_never_share_a_rescored_summary():
     good = add_run(suite=suite, model=model_spec("Good"), complete=0.5, skill=1.0, seed=1)
     bad = add_run(suite=suite, model=model_spec("Bad"), complete=0.5, skill=0.0, seed=1)
     assert t3_accuracy(good) == 0.5 and t3_accuracy(bad) == 0.0  # half their episodes played, all right or all wrong
+
+
+def test_a_stored_summarys_bootstrap_is_drawn_once_until_it_is_saved_again(monkeypatch):
+    run = add_run(suite=official_suite(), model=model_spec("Whole"), complete=1.0, skill=0.6)
+    summary = refresh_run_summary(run)
+    draws = []
+    real = services.stats.overall_resamples
+    monkeypatch.setattr(services.stats, "overall_resamples", lambda *a, **k: draws.append(1) or real(*a, **k))
+    first = services.overall_resamples(summary)
+    assert services.overall_resamples(RunSummary.objects.get(run=run)) is first and len(draws) == 1
+    refresh_run_summary(run, force=True)  # saved again (its interval drawn anew): its distribution is drawn again
+    before = len(draws)
+    again = services.overall_resamples(RunSummary.objects.get(run=run))
+    assert len(draws) == before + 1 and again is not first and np.array_equal(again, first)
