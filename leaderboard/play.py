@@ -29,8 +29,7 @@ from benchmark.scoring.hypnogram import expand_rle
 from benchmark.scoring.seizure import parse_raw_events
 from leaderboard import episode_charts
 from runs import environment
-from runs.loop import episode_tools
-from runs.models import EnvironmentToken, Episode, Run, Status
+from runs.models import EnvironmentToken, Episode, Run, Status, Step
 from tools_app.signal.windowed import FEATURES
 
 PLAYERS_GROUP = "players"
@@ -179,12 +178,26 @@ class RecordFacts:
 
 
 def record_facts(episode: Episode) -> RecordFacts:
-    """The episode's record as its forms need it; the channel list comes from ``get_channel_list`` on the record."""
+    """The episode's record as its forms need it, from what its player has been told.
+
+    The channels are those of the player's own latest ``get_channel_list`` or ``get_recording_info``
+    call in this episode: a model learns the names only by calling a tool too, so a player who has
+    not yet called one types them. Duration, sampling rate and epochs are in the opening messages.
+    """
     instance = episode.instance
     channels: list[str] = []
-    if instance.recording_path:
-        content = episode_tools(episode)(instance, "get_channel_list", {"record_id": episode.record_id})
-        channels = [row["name"] for row in (content or {}).get("channels") or [] if isinstance(row, dict)]
+    told = (
+        episode.steps.filter(kind=Step.Kind.TOOL_CALL, tool_name__in=("get_channel_list", "get_recording_info"),
+                             result__status="ok")
+        .order_by("-index").values_list("tool_name", "result").first()
+    )  # fmt: skip
+    if told is not None:
+        tool_name, result = told
+        content = (result or {}).get("content") or {}
+        if tool_name == "get_channel_list":
+            channels = [row["name"] for row in content.get("channels") or [] if isinstance(row, dict) and "name" in row]
+        else:
+            channels = [name for name in content.get("channel_names") or [] if isinstance(name, str)]
     n_epochs = instance.n_epochs or (instance.metadata or {}).get("n_epochs_total")
     return RecordFacts(
         record_id=episode.record_id,

@@ -136,6 +136,8 @@
 
   // ── the reply ─────────────────────────────────────────────────────────────────────────────
 
+  var REPLY_KEY = "play-reply-" + window.location.pathname;
+
   function showReply(status, errors, observation) {
     reply.hidden = false;
     reply.querySelector("[data-role=status]").textContent = status;
@@ -192,6 +194,15 @@
       var status = data.status === "ok" ? "Done: the environment answered." :
         "The environment answered “" + data.status.replace(/_/g, " ") + "”; the episode goes on.";
       showReply(status, data.errors || [], data.observation);
+      var named = body.action === "tool_call" && data.status === "ok" &&
+        (body.tool_name === "get_channel_list" || body.tool_name === "get_recording_info");
+      if (named && document.querySelector("[data-channels-typed]")) {
+        // The record's channels are now known to the player: the forms offer them as choices once
+        // the page is drawn again, with this reply kept across the reload.
+        window.sessionStorage.setItem(REPLY_KEY, JSON.stringify([status, data.errors || [], data.observation]));
+        window.location.reload();
+        return;
+      }
       return refreshSteps();
     }).catch(function () {
       showReply("The action could not be sent; check the connection and send it again.", [], "");
@@ -341,6 +352,12 @@
       window.Plotly.relayout(plot, { selections: [] });
     });
     return true;
+  }
+
+  var kept = window.sessionStorage.getItem(REPLY_KEY);
+  if (kept) {
+    window.sessionStorage.removeItem(REPLY_KEY);
+    showReply.apply(null, JSON.parse(kept));
   }
 
   if (seizureRows && window.MutationObserver) {

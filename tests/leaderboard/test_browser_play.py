@@ -135,6 +135,11 @@ def test_a_player_writes_a_t6_hypnogram_of_three_rows_with_a_live_preview(browse
 
 def test_on_t5_a_drag_across_the_feature_plot_adds_a_seizure_interval(browser, live_server, player):
     sign_in_and_start(browser, live_server, "T5")
+    # The channel names are typed until the player has asked a tool for them, then offered as choices.
+    assert tool_form(browser, "compute_windowed_features").find_elements(By.CSS_SELECTOR, "[data-channels-typed]")
+    tool_form(browser, "get_channel_list").find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+    wait_for(browser, "details.play-tool[data-tool='compute_windowed_features'] .play-field[data-name=channels] input[type=checkbox]")
+    assert "the environment answered" in browser.find_element(By.ID, "play-reply").text.lower()  # kept across the reload
     windowed = tool_form(browser, "compute_windowed_features")
     windowed.find_elements(By.CSS_SELECTOR, ".play-field[data-name=channels] input[type=checkbox]")[0].click()
     windowed.find_element(By.CSS_SELECTOR, ".play-field[data-name=window_sec] input").send_keys("30")

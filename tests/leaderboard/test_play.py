@@ -172,10 +172,14 @@ def test_a_tool_call_shows_its_result_as_the_explorer_does(demo, ann):
 def test_forms_come_from_the_schemas_with_the_records_channels_and_ranges(demo, ann):
     client = client_for(ann)
     episode = start(client, "T5")
-    page = client.get(reverse("play:episode", args=[episode.pk])).content.decode()
+    before = client.get(reverse("play:episode", args=[episode.pk])).content.decode()
     content = act(client, episode, {"action": "tool_call", "tool_name": "get_channel_list",
                                     "arguments": {"record_id": episode.record_id}}).json()["result"]
     channels = [row["name"] for row in content["channels"]]
+    # As a model, the player learns the channel names from a tool: typed until then, then chosen.
+    assert "data-channels-typed" in before and not any(f'value="{name}"' in before for name in channels)
+    page = client.get(reverse("play:episode", args=[episode.pk])).content.decode()
+    assert "data-channels-typed" not in page
     for name in channels:
         assert f'type="checkbox" value="{name}"' in page
     duration = episode.instance.duration_sec
