@@ -812,12 +812,14 @@ def _t6_duration_bins(runs: list[tuple[LeaderboardRow, RunSummary]]) -> dict[str
         if not items:
             continue
         by_bin: dict[int, list[float]] = defaultdict(list)
+        records: dict[int, set] = defaultdict(set)  # a run of several epochs has a row per night and epoch
         for item in items:
             by_bin[_duration_bin(item["duration_sec"])].append(item["macro_f1"])
+            records[_duration_bin(item["duration_sec"])].add(item.get("instance"))
         models.append({
             **_point(row),
             "macro_f1": [_mean(by_bin[index]) for index in range(len(DURATION_BINS))],
-            "n_records": [len(by_bin[index]) for index in range(len(DURATION_BINS))],
+            "n_records": [len(records[index]) for index in range(len(DURATION_BINS))],
         })
     band = [
         _band([m["macro_f1"][index] for m in models if m["macro_f1"][index] is not None])

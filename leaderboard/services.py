@@ -280,9 +280,18 @@ def _score_epoch(
 
 
 def _mean_over_epochs(values: list[Any]) -> Any:
-    """Epochs' metrics averaged leaf by leaf (numbers averaged, mappings key by key; anything else: the first's)."""
-    if all(isinstance(value, (int, float)) and not isinstance(value, bool) for value in values):
-        return sum(values) / len(values)
+    """Epochs' metrics averaged leaf by leaf, as ``primary_score`` is.
+
+    Numbers are averaged over the epochs that have one (an epoch where a metric is undefined, None,
+    is left out; None when no epoch has it); mappings key by key; anything else (lists, text) is
+    the first epoch's.
+    """
+    def is_number(value: Any) -> bool:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+    if all(value is None or is_number(value) for value in values):
+        known = [float(value) for value in values if value is not None]
+        return sum(known) / len(known) if known else None
     if all(isinstance(value, Mapping) for value in values):
         return {key: _mean_over_epochs([value.get(key) for value in values]) for key in values[0]}
     return values[0]

@@ -258,3 +258,24 @@ def test_the_text_report_of_several_epochs_shows_each_tasks_spread(demo):
     t5 = next(line for line in text.splitlines() if line.startswith("T5 ") and "/" not in line)
     assert t5.split()[-2:] == ["-", "-"]  # pass^k and pass@k are for the classification tasks
     assert "epochs (each instance" not in metrics_table(run_report(random_run("--tasks", "T3")[0]))
+
+
+def test_metrics_over_epochs_average_the_epochs_that_define_them():
+    from leaderboard.services import _mean_over_epochs
+
+    assert _mean_over_epochs([0.5, None, 0.7]) == pytest.approx(0.6)
+    assert _mean_over_epochs([None, None]) is None
+    assert _mean_over_epochs([{"a": 1, "b": None}, {"a": 3, "b": 0.4}]) == {"a": 2.0, "b": 0.4}
+    assert _mean_over_epochs([["x"], ["y"]]) == ["x"]
+
+
+def test_a_nights_record_counts_once_in_the_duration_bins_however_many_epochs(demo):
+    from leaderboard import selectors
+
+    run, _ = random_run("--tasks", "T6", "--epochs", "3")
+    summary = RunSummary.objects.get(run=run)
+    nights = {row["instance"] for row in summary.items["T6"]}
+    assert len(summary.items["T6"]) == 3 * len(nights)
+    row = next(row for row in selectors.leaderboard(suite="demo").rows if row.run_id == run.pk)
+    (model,) = selectors._t6_duration_bins([(row, summary)])["models"]  # the demo's nights are Sleep Cassette ones
+    assert sum(model["n_records"]) == len(nights) == 2
