@@ -168,3 +168,13 @@ def test_epochs_table_and_rank_stability_heatmap_in_a_browser(browser, live_serv
         assert fits
     finally:
         browser.set_window_size(1400, 1000)
+
+
+def test_the_runs_list_says_how_many_epochs_a_run_played(client, db):
+    from tests.runs.demo_suite import import_demo
+
+    import_demo()
+    call_command("run_benchmark", model="baseline/random", suite="demo", tasks="T3", epochs=3, sync=True, stdout=StringIO())
+    call_command("run_benchmark", model="baseline/random", suite="demo", tasks="T3", sync=True, stdout=StringIO())
+    html = client.get(reverse("leaderboard:runs")).content.decode()
+    assert html.count("× 3 epochs") == 1 and "× 1 epochs" not in html
