@@ -8,7 +8,6 @@ and the score show on the episode's own page once it has ended.
 """
 from __future__ import annotations
 
-import json
 from functools import wraps
 
 from django.conf import settings
@@ -23,6 +22,7 @@ from django.views.decorators.http import require_POST, require_safe
 from benchmark.models import Suite
 from leaderboard import play, views
 from runs import environment
+from runs.env_api import parse_json_body
 from runs.models import Episode, Status, Step
 
 
@@ -142,8 +142,8 @@ def _json_body(request: HttpRequest) -> dict | None:
     if len(request.body) > settings.EEGAB_ENV_MAX_BODY_BYTES:
         return None
     try:
-        body = json.loads(request.body.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+        body = parse_json_body(request.body)
+    except ValueError:  # UnicodeDecodeError is one too
         return None
     return body if isinstance(body, dict) else None
 

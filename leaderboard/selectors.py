@@ -441,7 +441,7 @@ def audit_json(audits: dict[str, ShortcutAudit], *, rules: bool) -> dict[str, di
         return candidate if rules else {key: value for key, value in candidate.items() if key != "rule"}
 
     return {
-        task: {**audit.result, "best": shown(audit.result["best"]),
+        task: {**audit.result, "best": shown(audit.best),
                "candidates": [shown(candidate) for candidate in audit.result.get("candidates", [])],
                "folds": audit.folds, "seed": audit.seed, "created_at": audit.created_at.isoformat()}
         for task, audit in audits.items()
@@ -931,7 +931,7 @@ class EpisodeRow:
         return self.ended_by or self.status
 
 
-def _task_rows(summary: RunSummary) -> list[dict[str, Any]]:
+def task_rows(summary: RunSummary) -> list[dict[str, Any]]:
     rows = []
     for task in TASK_IDS:
         scored = summary.tasks.get(task)
@@ -962,7 +962,12 @@ def run_task_rows(run: Run) -> list[dict[str, Any]]:
     are then means over epochs). A task of the run with no episode finished yet is scored as all
     answers missing.
     """
-    return _task_rows(current_summary(run, stored=RunSummary.objects.filter(run=run).first()))
+    return task_rows(run_summary(run))
+
+
+def run_summary(run: Run) -> RunSummary:
+    """``run``'s summary as its episodes stand now (the stored one, or re-scored in memory when stale)."""
+    return current_summary(run, stored=RunSummary.objects.filter(run=run).first())
 
 
 @dataclass
@@ -1017,7 +1022,7 @@ def run_detail(*, run_id: int, staff: bool = False) -> RunDetail:
     return RunDetail(
         run=run,
         row=_run_row(run, summary, suite=run.suite),
-        tasks=_task_rows(summary),
+        tasks=task_rows(summary),
         progress=progress,
         episodes=episodes,
     )

@@ -315,13 +315,11 @@ def _combine_epochs(summaries: list[dict], expected: int) -> dict:
         key: sum(summary["completeness"][key] for summary in summaries)
         for key in summaries[0]["completeness"] if key != "expected"
     }
-    scores = [summary["primary_score"] for summary in summaries]
-    known = [float(score) for score in scores if score is not None]
     return {
         "official": all(summary["official"] for summary in summaries),
         "reasons": reasons,
         "primary_metric": summaries[0]["primary_metric"],
-        "primary_score": sum(known) / len(known) if known else None,
+        "primary_score": _mean_over_epochs([summary["primary_score"] for summary in summaries]),
         "completeness": {"expected": expected * len(summaries), **counts},
         "metrics": _mean_over_epochs([summary["metrics"] for summary in summaries]),
     }
@@ -512,7 +510,8 @@ def overall_resamples(
     """
     if sorted(summary.tasks) != list(TASK_IDS) or any(not summary.items.get(code) for code in TASK_IDS):
         return None
-    key = None if summary.pk is None else (summary.pk, summary.computed_at, n_resamples, seed)
+    # An unsaved summary (re-scored in memory) has its run's pk too: only a stored one is kept.
+    key = None if summary._state.adding else (summary.pk, summary.computed_at, n_resamples, seed)
     with _rescored_lock:
         kept = _resamples.get(key) if key else None
     if kept is not None:

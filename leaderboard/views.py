@@ -819,7 +819,7 @@ def can_resume(run: Run) -> bool:
     return run.source == Run.Source.RUN and run.status in (Status.FAILED, Status.CANCELLED, Status.RUNNING)
 
 
-def run_scores(run: Run) -> dict:
+def run_scores(summary: RunSummary) -> dict:
     """A run page's scores: its task rows and its Overall, neither shown as scored before anything has ended.
 
     Returns ``tasks`` (``selectors.run_task_rows`` with ``scored``: an episode of the task has
@@ -827,9 +827,8 @@ def run_scores(run: Run) -> dict:
     ``ci`` (None without one), ``official`` and ``so_far`` (episodes still to end), given only
     once every one of the six tasks has an ended episode.
     """
-    tasks = [{**row, "scored": has_scores(row["completeness"])} for row in selectors.run_task_rows(run)]
+    tasks = [{**row, "scored": has_scores(row["completeness"])} for row in selectors.task_rows(summary)]
     unscored = [row["task"] for row in tasks if not row["scored"]]
-    summary = current_summary(run, stored=RunSummary.objects.filter(run=run).first())
     overall = None
     if summary.overall is not None and not unscored:
         overall = {
@@ -847,7 +846,7 @@ def waiting_for_a_worker(run: Run) -> bool:
     return run.source == Run.Source.RUN and queued.exists() and not workers_alive()
 
 
-def run_epochs(run: Run) -> dict | None:
+def run_epochs(run: Run, summary: RunSummary) -> dict | None:
     """A run page's repeated-run figures: None for a run of one epoch.
 
     Otherwise ``k``, ``overall`` (``services.overall_over_epochs``: per-epoch Overall and its
@@ -857,11 +856,10 @@ def run_epochs(run: Run) -> dict | None:
     """
     if run.epochs == 1:
         return None
-    summary = current_summary(run, stored=RunSummary.objects.filter(run=run).first())
     tasks = [
         {**row["epochs"], "task": row["task"], "name": row["name"], "primary_metric": row["primary_metric"],
          "mean": row["primary_score"]}
-        for row in selectors.run_task_rows(run) if "epochs" in row
+        for row in selectors.task_rows(summary) if "epochs" in row
     ]  # fmt: skip
     return {"k": run.epochs, "overall": overall_over_epochs(summary.tasks), "tasks": tasks}
 
@@ -878,6 +876,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
             choice for choice in form.fields["outcome"].choices if choice[0] not in ("correct", "wrong")
         ]
     page = Paginator(_filtered_episodes(request, run, form), EPISODES_PER_PAGE).get_page(request.GET.get("page"))
+    summary = selectors.run_summary(run)
     staff = is_staff(request)
     rows = [
         {
@@ -900,11 +899,11 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "called": how_called(run),
         "progress": run_progress_data(run),
         "baseline": is_baseline(run.model.provider_model),
-        **run_scores(run),
+        **run_scores(summary),
         "no_worker": waiting_for_a_worker(run),
         "worker_command": WORKER_COMMAND,
         "t6_cut_off": T6_CORRECT_MACRO_F1,
-        "epochs": run_epochs(run),
+        "epochs": run_epochs(run, summary),
         "form": form,
         "page": page,
         "rows": rows,

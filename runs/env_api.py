@@ -104,9 +104,14 @@ class CappedJSONParser(BaseParser):
         if len(body) > limit:
             raise _too_large()
         try:
-            return json.loads(body.decode("utf-8"), parse_constant=_refuse_constant)
-        except (UnicodeDecodeError, ValueError) as exc:
+            return parse_json_body(body)
+        except ValueError as exc:
             raise ParseError(f"The body is not JSON: {exc}") from None
+
+
+def parse_json_body(body: bytes):
+    """An action's JSON body; ValueError when it is not UTF-8 JSON or holds NaN or Infinity (not JSON numbers)."""
+    return json.loads(body.decode("utf-8"), parse_constant=_refuse_constant)
 
 
 def _refuse_constant(name: str):

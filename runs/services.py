@@ -99,7 +99,8 @@ def episode_record_ids(instances: Sequence[Instance]) -> list[str]:
     agent sees tells it that two episodes play the same recording.
     """
     used: dict[int, set[str]] = defaultdict(set)
-    for instance_id, record_id in Episode.objects.filter(instance__in=instances).values_list("instance_id", "record_id"):
+    played = {instance.pk for instance in instances}  # an instance listed once per epoch is looked up once
+    for instance_id, record_id in Episode.objects.filter(instance__in=played).values_list("instance_id", "record_id"):
         used[instance_id].add(record_id)
     drawn: set[str] = set()
     ids = []

@@ -190,6 +190,7 @@ def test_a_task_that_cannot_fill_two_folds_is_refused():
     (("offset", "--tasks", "T1"), "unknown task 'T1'"),
     (("offset", "--tasks", "T4"), "has no T4 instances"),
     (("offset", "--folds", "1"), "--folds must be at least 2"),
+    (("offset", "--seed", "-1"), "--seed must be 0 or more"),
 ])
 def test_the_command_explains_bad_input(tmp_path, arguments, message):
     offset_suite(tmp_path / "offset")

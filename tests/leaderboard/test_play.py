@@ -353,3 +353,13 @@ def test_a_run_made_by_a_concurrent_request_is_found_again_under_the_lock(demo, 
     monkeypatch.setattr(play, "player_runs", racing)
     assert player_run(user=ann, suite=demo) == first and len(looked) == 2
     assert Run.objects.filter(model__provider_model="human/ann", suite=demo).count() == 1
+
+
+def test_a_number_that_is_not_json_nan_is_refused_as_the_environment_api_refuses_it(demo, ann):
+    client = client_for(ann)
+    episode = start(client, "T3")
+    body = '{"action": "tool_call", "tool_name": "compute_psd", "arguments": {"record_id": "%s", "tmin": NaN}}'
+    response = client.post(reverse("play:action", args=[episode.pk]), body % episode.record_id,
+                           content_type="application/json")
+    episode.refresh_from_db()
+    assert response.status_code == 400 and episode.n_turns == 0 and not episode.steps.filter(kind="tool_call").exists()

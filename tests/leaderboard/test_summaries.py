@@ -76,3 +76,16 @@ def test_a_stored_summarys_bootstrap_is_drawn_once_until_it_is_saved_again(monke
     before = len(draws)
     again = services.overall_resamples(RunSummary.objects.get(run=run))
     assert len(draws) == before + 1 and again is not first and np.array_equal(again, first)
+
+
+def test_a_summary_rescored_in_memory_is_never_taken_for_the_stored_one():
+    run = add_run(suite=official_suite(), model=model_spec("Whole"), complete=1.0, skill=0.6)
+    drawn = [services.overall_resamples(refresh_run_summary(run))]
+    episodes = list(run.episodes.filter(instance__task__code="T3").select_related("instance__task")[:2])
+    for episode in episodes:  # each change leaves the stored summary staler: re-scored in memory, unsaved
+        wrong = answer(episode.instance, not episode.scores.get("correct"), __import__("random").Random(0))
+        Episode.objects.filter(pk=episode.pk).update(prediction=wrong, attempt=2)
+        rescored = selectors.run_summary(run)
+        assert rescored._state.adding and rescored.pk == run.pk  # unsaved, with its run's pk
+        drawn.append(services.overall_resamples(rescored))
+    assert not np.array_equal(drawn[0], drawn[1]) and not np.array_equal(drawn[1], drawn[2])

@@ -32,6 +32,8 @@ class Command(BaseCommand):
         tasks = self._tasks(suite, options["tasks"])
         if options["folds"] < 2:
             raise CommandError(f"--folds must be at least 2, got {options['folds']}")
+        if options["seed"] < 0:
+            raise CommandError(f"--seed must be 0 or more, got {options['seed']}")
         try:
             result = audit_suite(suite=suite, tasks=tasks, folds=options["folds"], seed=options["seed"],
                                  progress=lambda line: (self.stderr.write(line), self.stderr.flush()))
