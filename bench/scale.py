@@ -334,21 +334,22 @@ def ideal_seconds(run) -> float:
     return (longest + 1) * LATENCY_SEC
 
 
-def tool_latencies(run) -> list[float]:
-    from runs.models import Step
+def played_figures(run, count: int = 3) -> dict:
+    """A played run's tool latencies (sorted, ms), its ``count`` slowest tools (p95 and median) and its turns."""
+    from django.db.models import Sum
 
-    return sorted(Step.objects.filter(episode__run=run, kind=Step.Kind.TOOL_CALL).values_list("latency_ms", flat=True))
-
-
-def slowest_tools(run, count: int = 3) -> str:
-    """The tools with the highest p95 latency in ``run``, with their p95 and median, ms."""
     from runs.models import Step
 
     by_tool: dict[str, list[float]] = {}
     for name, latency in Step.objects.filter(episode__run=run, kind=Step.Kind.TOOL_CALL).values_list("tool_name", "latency_ms"):
         by_tool.setdefault(name, []).append(latency)
     ranked = sorted(by_tool.items(), key=lambda item: -percentile(item[1], 95))[:count]
-    return ", ".join(f"{name} p95 {percentile(values, 95):.0f} / p50 {percentile(values, 50):.0f}" for name, values in ranked)
+    return {
+        "tools": sorted(latency for values in by_tool.values() for latency in values),
+        "slowest": ", ".join(f"{name} p95 {percentile(values, 95):.0f} / p50 {percentile(values, 50):.0f}"
+                             for name, values in ranked),  # fmt: skip
+        "turns": run.episodes.aggregate(turns=Sum("n_turns"))["turns"],
+    }
 
 
 def check_played(run) -> None:
@@ -395,9 +396,7 @@ def default_transport(suite, database: Path, episodes: int) -> dict:
         wall, cpu = time.perf_counter() - started, time.process_time() - cpu_started
         reads = json.loads(reader.communicate(timeout=600)[0].strip().splitlines()[-1])
     check_played(run)
-    return {"wall": wall, "ideal": ideal, "tools": tool_latencies(run), "rss": peak_rss_mb(), "reads": reads, "cpu": cpu,
-            "slowest": slowest_tools(run),
-            "turns": sum(run.episodes.values_list("n_turns", flat=True))}  # fmt: skip
+    return {"wall": wall, "ideal": ideal, "rss": peak_rss_mb(), "reads": reads, "cpu": cpu, **played_figures(run)}
 
 
 def redis_server(workdir: Path):
@@ -455,9 +454,8 @@ def two_workers(suite, database: Path, episodes: int, workdir: Path, redis_url: 
             except subprocess.TimeoutExpired:
                 process.kill()
     check_played(run)
-    return {"wall": wall, "ideal": ideal_seconds(run), "tools": tool_latencies(run), "rss": peak, "cpu": cpu,
-            "slowest": slowest_tools(run),
-            "turns": sum(run.episodes.values_list("n_turns", flat=True)), "cpu_of": "the two clusters' processes"}
+    return {"wall": wall, "ideal": ideal_seconds(run), "rss": peak, "cpu": cpu, "cpu_of": "the two clusters' processes",
+            **played_figures(run)}
 
 
 def cluster_cpu_sec(clusters) -> float:

@@ -225,6 +225,17 @@ class Instance(models.Model):
     def __str__(self) -> str:
         return self.record_id
 
+    @property
+    def recording_sec(self) -> float | None:
+        """The recording's duration in seconds: the field, else the release metadata's; None when neither has it."""
+        return (self.metadata or {}).get("duration_sec") if self.duration_sec is None else self.duration_sec
+
+    @property
+    def epochs_total(self) -> int | None:
+        """A night's 30-s epochs: the field, else the release metadata's ``n_epochs_total``; None when neither has it."""
+        count = self.n_epochs or (self.metadata or {}).get("n_epochs_total")
+        return int(count) if count is not None else None
+
     def to_dict(self, *, include_hidden: bool = False) -> dict:
         """Return the instance as JSON-ready data.
 

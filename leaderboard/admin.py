@@ -10,8 +10,7 @@ User = get_user_model()
 
 @admin.action(description=f"Add to {PLAYERS_GROUP} (they may play episodes at /play/)")
 def add_to_players(modeladmin, request, queryset):
-    for user in queryset:
-        add_player(user)
+    add_player(*queryset)
     messages.success(request, f"{queryset.count()} user(s) added to {PLAYERS_GROUP}.")
 
 

@@ -3,13 +3,16 @@
 Plotly figure dicts built from plain data, as in ``leaderboard.charts`` (whose layout helpers they
 share): a step's signal plot and feature plot, drawn one above the other with their time axes
 aligned, and the episode's outcome against its reference, seizure intervals (Fig. 9) or a
-hypnogram (Fig. 10).
+hypnogram (Fig. 10); ``prediction_figure`` draws an answer from its instance (the explorer's
+outcome, the play page's preview).
 """
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
 
+from benchmark.scoring.hypnogram import align, expand_rle
+from benchmark.scoring.seizure import parse_raw_events
 from leaderboard.charts import MUTED, axis, base_layout, color, empty_figure
 from leaderboard.signal import feature_title, plotted_features
 
@@ -205,3 +208,25 @@ def hypnogram_figure(
     layout["xaxis"] = axis("Time (hours)", anchor=f"y{len(rows) if len(rows) > 1 else ''}")
     layout["annotations"] = annotations
     return {"data": data, "layout": layout}
+
+
+def prediction_figure(instance, prediction, *, references: bool) -> dict | None:
+    """An answer's chart: T5 intervals on the record's timeline, T6 a hypnogram over the night; else None.
+
+    With ``references`` the instance's reference is drawn beside it.
+    """
+    task = instance.task.code
+    prediction = prediction if isinstance(prediction, dict) else {}
+    if task == "T5":
+        duration = instance.recording_sec or 0.0
+        predicted = parse_raw_events(prediction.get("seizure_events"))
+        reference = parse_raw_events(instance.reference.get("seizure_events")) if references else None
+        return seizure_intervals_figure(predicted, duration_sec=float(duration), reference=reference)
+    if task == "T6":
+        reference = list(instance.reference.get("epoch_labels_aasm") or [])
+        n_epochs = instance.epochs_total or len(reference)
+        predicted = expand_rle(prediction.get("hypnogram_rle") or [], int(n_epochs)).labels
+        if reference:
+            predicted = align(predicted, len(reference))
+        return hypnogram_figure(predicted, reference=reference if references else None)
+    return None

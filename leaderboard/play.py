@@ -25,8 +25,6 @@ from django.db.models import QuerySet
 from django.http import Http404
 
 from benchmark.models import Suite
-from benchmark.scoring.hypnogram import expand_rle
-from benchmark.scoring.seizure import parse_raw_events
 from leaderboard import episode_charts
 from runs import environment
 from runs.models import EnvironmentToken, Episode, Run, Status, Step
@@ -46,16 +44,16 @@ def is_player(user) -> bool:
     return user.is_staff or user.groups.filter(name=PLAYERS_GROUP).exists()
 
 
-def add_player(user) -> Group:
-    """Put ``user`` in the ``players`` group, created when missing; return the group."""
+def add_player(*users) -> Group:
+    """Put ``users`` in the ``players`` group, created when missing; return the group."""
     group, _ = Group.objects.get_or_create(name=PLAYERS_GROUP)
-    user.groups.add(group)
+    group.user_set.add(*users)
     return group
 
 
 def agent_name(user) -> str:
     """The name of ``user``'s runs' model: ``human/<username>``."""
-    return f"{environment.HUMAN_FAMILY}/{user.get_username()}"
+    return environment.human_model_name(user.get_username())
 
 
 def player_runs(user) -> QuerySet[Run]:
@@ -198,13 +196,12 @@ def record_facts(episode: Episode) -> RecordFacts:
             channels = [row["name"] for row in content.get("channels") or [] if isinstance(row, dict) and "name" in row]
         else:
             channels = [name for name in content.get("channel_names") or [] if isinstance(name, str)]
-    n_epochs = instance.n_epochs or (instance.metadata or {}).get("n_epochs_total")
     return RecordFacts(
         record_id=episode.record_id,
         channels=channels,
-        duration_sec=instance.duration_sec or (instance.metadata or {}).get("duration_sec"),
+        duration_sec=instance.recording_sec,
         nyquist_hz=instance.sfreq / 2 if instance.sfreq else None,
-        n_epochs=int(n_epochs) if n_epochs else None,
+        n_epochs=instance.epochs_total,
     )
 
 
@@ -280,12 +277,4 @@ def answer_preview(episode: Episode, answer: Mapping) -> dict | None:
 
     T5: the seizure intervals on the record's timeline; T6: the hypnogram over the night; None otherwise.
     """
-    instance, task = episode.instance, episode.instance.task.code
-    if task == "T5":
-        duration = instance.duration_sec or (instance.metadata or {}).get("duration_sec") or 0.0
-        events = parse_raw_events(answer.get("seizure_events"))
-        return episode_charts.seizure_intervals_figure(events, duration_sec=float(duration))
-    if task == "T6":
-        n_epochs = instance.n_epochs or (instance.metadata or {}).get("n_epochs_total") or 0
-        return episode_charts.hypnogram_figure(expand_rle(answer.get("hypnogram_rle") or [], int(n_epochs)).labels)
-    return None
+    return episode_charts.prediction_figure(episode.instance, dict(answer), references=False)

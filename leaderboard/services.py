@@ -429,7 +429,8 @@ def current_summary(
     if signatures is None:
         signatures = task_signatures(run_ids=[run.pk]).get(run.pk, {})
     codes = run_task_codes(run)
-    if stored is not None and not stale_tasks(stored, run, signatures) and set(stored.tasks) <= set(codes):
+    changed = _changed_tasks(run, stored=stored, signatures=signatures, codes=codes)
+    if changed is None:
         return stored
     key = (
         run.pk, run.created_at, tuple(codes), json.dumps(signatures, sort_keys=True, default=str),
@@ -440,7 +441,7 @@ def current_summary(
         if summary is not None:
             _rescored.move_to_end(key)
             return summary
-    summary = _summary_now(run, stored=stored, signatures=signatures, codes=codes)
+    summary = _summary_now(run, stored=stored, signatures=signatures, codes=codes, changed=changed)
     with _rescored_lock:
         _rescored[key] = summary
         while len(_rescored) > RESCORED_KEPT:
@@ -448,14 +449,20 @@ def current_summary(
     return summary
 
 
-def _summary_now(
+def _changed_tasks(
     run: Run, *, stored: RunSummary | None, signatures: Mapping[str, Mapping], codes: list[str], force: bool = False
-) -> RunSummary:
-    """``run``'s summary re-scored where its episodes changed since ``stored`` (everywhere when ``force``)."""
+) -> list[str] | None:
+    """The tasks of ``run`` to re-score (all with ``force`` or no ``stored``); None when ``stored`` is up to date."""
     changed = codes if force or stored is None else stale_tasks(stored, run, signatures)
     if stored is not None and not changed and set(stored.tasks) <= set(codes):
-        return stored
+        return None
+    return changed
 
+
+def _summary_now(
+    run: Run, *, stored: RunSummary | None, signatures: Mapping[str, Mapping], codes: list[str], changed: list[str]
+) -> RunSummary:
+    """``run``'s summary with the ``changed`` tasks re-scored and the others kept from ``stored``; unsaved."""
     kept = [code for code in codes if code not in changed and stored is not None and code in stored.tasks]
     tasks = {code: stored.tasks[code] for code in kept}
     items = {code: stored.items[code] for code in kept if code in stored.items}
@@ -539,9 +546,11 @@ def refresh_run_summary(run: Run, *, force: bool = False) -> RunSummary:
     """
     stored = RunSummary.objects.filter(run=run).first()
     signatures = task_signatures(run_ids=[run.pk]).get(run.pk, {})
-    summary = _summary_now(run, stored=stored, signatures=signatures, codes=run_task_codes(run), force=force)
-    if summary is stored:
+    codes = run_task_codes(run)
+    changed = _changed_tasks(run, stored=stored, signatures=signatures, codes=codes, force=force)
+    if changed is None:
         return stored
+    summary = _summary_now(run, stored=stored, signatures=signatures, codes=codes, changed=changed)
     with transaction.atomic():
         if not Run.objects.select_for_update().filter(pk=run.pk).values_list("pk", flat=True):
             return summary  # the run was deleted meanwhile

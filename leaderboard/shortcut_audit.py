@@ -1,7 +1,7 @@
 """The one-feature shortcut audit of a suite: gather each instance's tool outputs, audit, store.
 
 The features are what an agent could see: every tool is run through the episode loop's own tool
-runner (``runs.loop.episode_tools``) on the instance's recording, with default arguments, and each
+runner (``runs.loop.record_tools``) on the instance's recording, with default arguments, and each
 tool once per instance (T5/T6: the windowed features, split into calls that fit the output budget).
 The cross-validation itself is pure (``leaderboard.shortcuts``); the result of each task is stored
 as a ``ShortcutAudit`` row, which the task pages and the leaderboard show as a reference.
@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
@@ -21,7 +20,7 @@ from benchmark.scoring.seizure import subject_of
 from leaderboard import shortcuts
 from leaderboard.models import ShortcutAudit
 from leaderboard.services import task_sample
-from runs.loop import allowed_tool_names, episode_tools, scoring_item
+from runs.loop import allowed_tool_names, record_tools, scoring_item
 
 WINDOWED = "compute_windowed_features"
 #: The windowed tool's output budget (``tools_app.budget``) is met with this margin when calls are split.
@@ -30,16 +29,9 @@ BUDGET_MARGIN = 0.9
 Progress = Callable[[str], None]
 
 
-@dataclass(frozen=True)
-class _RecordOwner:
-    """What ``episode_tools`` reads of an episode: the record id the tools answer to."""
-
-    record_id: str
-
-
 def _tool_runner(instance: Instance) -> Callable[[str, dict], dict]:
     """Run a tool on ``instance``'s recording as an episode would, under the instance's record id."""
-    run = episode_tools(_RecordOwner(record_id=instance.record_id))
+    run = record_tools(instance.record_id)
     return lambda tool_name, arguments: run(instance, tool_name, {"record_id": instance.record_id, **arguments})
 
 

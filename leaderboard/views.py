@@ -24,8 +24,6 @@ from django.views.decorators.http import require_POST, require_safe
 
 from benchmark.models import Release, Task
 from benchmark.scoring import PRIMARY_METRIC, TASK_IDS
-from benchmark.scoring.hypnogram import align, expand_rle
-from benchmark.scoring.seizure import parse_raw_events
 from leaderboard import charts, episode_charts, selectors
 from leaderboard.access import has_ended, is_staff, visible_episode, visible_episodes
 from leaderboard.api.serializers import LeaderboardSerializer
@@ -471,23 +469,9 @@ def _labels(episode: Episode, *, references: bool) -> dict | None:
 
 def outcome_figure(episode: Episode, *, references: bool) -> dict | None:
     """T5 reference against predicted intervals, T6 reference against predicted hypnogram; else None."""
-    task, instance = episode.instance.task.code, episode.instance
     if episode.status != Status.COMPLETED:
         return None
-    prediction = episode.prediction if isinstance(episode.prediction, dict) else {}
-    if task == "T5":
-        duration = instance.duration_sec or (instance.metadata or {}).get("duration_sec") or 0.0
-        predicted = parse_raw_events(prediction.get("seizure_events"))
-        reference = parse_raw_events(instance.reference.get("seizure_events")) if references else None
-        return episode_charts.seizure_intervals_figure(predicted, duration_sec=float(duration), reference=reference)
-    if task == "T6":
-        reference = list(instance.reference.get("epoch_labels_aasm") or [])
-        n_epochs = instance.n_epochs or (instance.metadata or {}).get("n_epochs_total") or len(reference)
-        predicted = expand_rle(prediction.get("hypnogram_rle", []), int(n_epochs)).labels
-        if reference:
-            predicted = align(predicted, len(reference))
-        return episode_charts.hypnogram_figure(predicted, reference=reference if references else None)
-    return None
+    return episode_charts.prediction_figure(episode.instance, episode.prediction, references=references)
 
 
 def seizure_counts_text(scores: dict) -> str:

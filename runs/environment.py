@@ -39,6 +39,7 @@ from benchmark.models import ModelSpec, Suite
 from runs import protocol, statements
 from runs.cost import Pricing
 from runs.loop import (
+    EpisodeLimits,
     Outcome,
     ToolBug,
     _EpisodeLoop,
@@ -97,6 +98,11 @@ class ExternalAgent:
 # ── runs and tokens ──────────────────────────────────────────────────────────────────────────
 
 
+def human_model_name(username: str) -> str:
+    """The model name (and provider model) of a person's runs on the play pages: ``human/<username>``."""
+    return f"{HUMAN_FAMILY}/{username}"
+
+
 def agent_spec(agent: str, *, human: bool = False) -> ModelSpec:
     """The ``ModelSpec`` of external agent ``agent``, created when there is none.
 
@@ -107,7 +113,7 @@ def agent_spec(agent: str, *, human: bool = False) -> ModelSpec:
     if not agent:
         raise ValueError("Name the agent.")
     if human:
-        name = provider_model = f"{HUMAN_FAMILY}/{agent}"
+        name = provider_model = human_model_name(agent)
         defaults = {"family": HUMAN_FAMILY, "notes": "A person, playing episodes on the site's play pages."}
     else:
         name, provider_model = agent, f"external/{agent}"
@@ -244,21 +250,20 @@ def started_episode(episode: Episode) -> EpisodeStart:
         raise Conflict(f"Episode {episode.pk} has not started; start it first.")
     prompt = episode.steps.filter(kind=Step.Kind.PROMPT).order_by("index").first()
     messages = list(((prompt.result or {}) if prompt is not None else {}).get("messages") or [])
-    specs, _ = opening(episode.instance, run_wording(episode.run), record_id=episode.record_id)
-    return _offer(episode, messages, specs)
+    return _offer(episode, messages, run_wording(episode.run).tool_specs(episode.instance))
 
 
 def _offer(episode: Episode, messages: list[dict], specs: list[dict]) -> EpisodeStart:
     """The episode's start as the agent gets it: the specs of the tools its instance allows, its schema and caps."""
     instance = episode.instance
     allowed = set(allowed_tool_names(instance))
-    loop = _loop(episode)
+    limits = EpisodeLimits.for_episode(instance.task, episode.run.limits)  # an external episode's, as its loop's
     return EpisodeStart(
         episode=episode,
         messages=messages,
         tools=[spec for spec in specs if _spec_name(spec) in allowed],
         output_schema=instance.expected_output_schema or {},
-        limits={"max_turns": loop.limits.max_turns, "max_tool_calls": loop.limits.max_tool_calls},
+        limits={"max_turns": limits.max_turns, "max_tool_calls": limits.max_tool_calls},
     )
 
 

@@ -411,12 +411,33 @@ def execute_episode(*, episode_id: int) -> str:
     try:
         episode = play_episode(episode_id=episode_id)
     finally:
-        for stale_id in stale_episodes(Episode.objects.filter(run_id=run_id)).values_list("id", flat=True):
-            recover_stale_episode(episode_id=stale_id)
-        release_episodes(run_id=run_id)
-        finish_run(run_id=run_id)
-        episodes_ended(run_id=run_id)
+        look_after_run(run_id=run_id)
     return episode.status if episode is not None else "missing"
+
+
+@dataclass(frozen=True)
+class LookedAfter:
+    """What ``look_after_run`` did: episodes recovered and sent to the queue, and whether it finished the run."""
+
+    recovered: int
+    released: int
+    finished: bool
+
+
+def look_after_run(*, run_id: int, stale=None) -> LookedAfter:
+    """Keep a queued run going: what follows an episode's end, and what the sweep does for a lost worker.
+
+    The run's stale episodes (``stale``, a queryset of them; by default all of the run's) are
+    recovered (``recover_stale_episode``), as many pending episodes as its concurrency allows
+    are sent to the queue, the run is finished if nothing is left, and its leaderboard summary
+    is refreshed. Each step claims its work atomically, so two callers at once do it once.
+    """
+    stale = stale_episodes(Episode.objects.filter(run_id=run_id) if stale is None else stale.filter(run_id=run_id))
+    recovered = sum(recover_stale_episode(episode_id=stale_id) for stale_id in stale.values_list("id", flat=True))
+    released = len(release_episodes(run_id=run_id))
+    finished = finish_run(run_id=run_id).status in FINISHED
+    episodes_ended(run_id=run_id)
+    return LookedAfter(recovered=recovered, released=released, finished=finished)
 
 
 def _send_tasks(run_id: int, episode_ids: list[int]) -> None:

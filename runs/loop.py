@@ -221,11 +221,16 @@ def load_episode(episode_id: int) -> Episode | None:
 
 def episode_tools(episode: Episode) -> Callable[[Any, str, dict], dict]:
     """The platform's tools on ``episode``'s own recording, which answers to the episode's record id only."""
+    return record_tools(episode.record_id)
+
+
+def record_tools(record_id: str) -> Callable[[Any, str, dict], dict]:
+    """The platform's tools on an instance's recording, answering to ``record_id`` only."""
     from tools_app import call_tool
 
     def run(instance, tool_name: str, arguments: dict) -> dict:
         path = Path(instance.suite.release.source) / instance.recording_path
-        return call_tool(path, tool_name, arguments, record_id=episode.record_id, metadata=instance.metadata)
+        return call_tool(path, tool_name, arguments, record_id=record_id, metadata=instance.metadata)
 
     return run
 
@@ -274,14 +279,8 @@ def _spec_name(spec: dict) -> str:
     return spec.get("function", spec).get("name", "")
 
 
-def _n_epochs(instance) -> int | None:
-    count = instance.n_epochs or (instance.metadata or {}).get("n_epochs_total")
-    return int(count) if count is not None else None
-
-
 def scoring_item(instance, prediction: dict | None, *, submitted: bool = True, completed: bool = True) -> ScoringItem:
     """What the official scorer needs to score ``prediction`` for ``instance``."""
-    metadata = instance.metadata or {}
     return ScoringItem(
         scenario_id=instance.scenario_id,
         gold=instance.reference,
@@ -289,8 +288,8 @@ def scoring_item(instance, prediction: dict | None, *, submitted: bool = True, c
         submitted=submitted,
         completed=completed,
         options=(instance.prompt_input or {}).get("options"),
-        duration_sec=metadata.get("duration_sec") if instance.duration_sec is None else instance.duration_sec,
-        n_epochs=epoch_count(instance.reference or {}, {"n_epochs_total": _n_epochs(instance)})
+        duration_sec=instance.recording_sec,
+        n_epochs=epoch_count(instance.reference or {}, {"n_epochs_total": instance.epochs_total})
         if instance.task.code == "T6" else None,
     )
 
@@ -559,7 +558,7 @@ class _EpisodeLoop:
             return None
         instance = self.instance
         errors = protocol.final_answer_errors(
-            answer, instance.expected_output_schema, task=instance.task.code, n_epochs=_n_epochs(instance)
+            answer, instance.expected_output_schema, task=instance.task.code, n_epochs=instance.epochs_total
         )
         if errors:
             return self.repair(

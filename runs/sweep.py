@@ -13,8 +13,7 @@ import logging
 
 from django.db.models import Exists, OuterRef
 
-from leaderboard.services import episodes_ended
-from runs.execution import FINISHED, finish_run, recover_stale_episode, release_episodes, stale_episodes
+from runs.execution import look_after_run, stale_episodes
 from runs.models import Episode, Run, Status
 
 logger = logging.getLogger(__name__)
@@ -41,24 +40,17 @@ def sweep_runs() -> dict[str, int]:
     episodes were recovered, released and runs finished: the queue keeps it as the task's result.
     """
     sent = Episode.objects.filter(run__source=Run.Source.RUN, queued_at__isnull=False)
-    recovered_runs: set[int] = set()
-    recovered = 0
-    for episode_id, run_id in stale_episodes(sent).values_list("id", "run_id"):
-        if recover_stale_episode(episode_id=episode_id):
-            recovered += 1
-            recovered_runs.add(run_id)
-    released = sum(len(release_episodes(run_id=run_id)) for run_id in sorted(recovered_runs))
     unfinished = Episode.objects.filter(run=OuterRef("pk"), status__in=UNFINISHED)
     idle = (
         Run.objects.filter(source=Run.Source.RUN, status__in=UNFINISHED, episodes__isnull=False)
         .exclude(Exists(unfinished))
         .values_list("id", flat=True)
-        .distinct()
     )
-    finished_runs = {run_id for run_id in list(idle) if finish_run(run_id=run_id).status in FINISHED}
-    for run_id in sorted(recovered_runs | finished_runs):
-        episodes_ended(run_id=run_id)
-    finished = len(finished_runs)
+    runs = set(stale_episodes(sent).values_list("run_id", flat=True)) | set(idle)
+    looked_after = [look_after_run(run_id=run_id, stale=sent) for run_id in sorted(runs)]
+    recovered = sum(result.recovered for result in looked_after)
+    released = sum(result.released for result in looked_after)
+    finished = sum(result.finished for result in looked_after)
     if recovered or finished:
         logger.info("sweep: %d stale episode(s) recovered, %d released, %d run(s) finished", recovered, released, finished)
     return {"recovered": recovered, "released": released, "finished": finished}

@@ -606,13 +606,12 @@ def test_a_native_model_is_offered_the_ten_platform_tools(make_run, server, t2_r
 
 
 def test_a_t6_night_is_scored_over_the_answer_keys_epoch_count_as_the_official_scorer_does():
-    from types import SimpleNamespace
-
+    from benchmark.models import Instance, Task
     from runs.loop import score_prediction
 
     labels = ["W"] * 3 + ["N2"] * 5 + ["REM"] * 2
-    night = SimpleNamespace(
-        task=SimpleNamespace(code="T6"), scenario_id="c3_sleep_sc_SC4001E0", prompt_input={}, duration_sec=None,
+    night = Instance(  # unsaved: no database needed
+        task=Task(code="T6"), scenario_id="c3_sleep_sc_SC4001E0", prompt_input={}, duration_sec=None,
         reference={"epoch_labels_aasm": labels, "n_epochs_total": 10},
         metadata={"n_epochs_total": 8}, n_epochs=8,  # the scenario's count disagrees with the answer key's
     )
