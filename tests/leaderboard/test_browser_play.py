@@ -27,7 +27,13 @@ def player(django_user_model):
 
 
 def sign_in_and_start(browser, live_server, task: str) -> Episode:
-    """Sign in as the player from the login page, pick the demo suite's ``task`` on /play/, and land on its page."""
+    """Sign in as the player from the login page, pick the demo suite's ``task`` on /play/, and land on its page.
+
+    The browser first leaves the last test's page: a request that page still had in flight (the answer's
+    live preview, posted 250 ms after an edit) would otherwise be answered after the cookies are cleared,
+    through a redirect to the login page, with a CSRF cookie that no longer matches this login form's.
+    """
+    browser.get("about:blank")
     browser.delete_all_cookies()
     browser.get(live_server.url + reverse("login") + "?next=" + reverse("play:index"))
     browser.find_element(By.NAME, "username").send_keys("pat")
