@@ -154,9 +154,14 @@ class ModelServer:
         self._parent, child = context.Pipe()
         self._process = context.Process(target=_serve, args=(child, plans, delay_sec), daemon=True)
 
-    def __enter__(self) -> str:
+    def __enter__(self) -> "ModelServer":
         self._process.start()
-        return self._parent.recv()
+        self.api_base = self._parent.recv()
+        return self
+
+    def cpu_sec(self) -> float:
+        """The processor time the server has used so far (it stands in for a remote provider's), seconds."""
+        return tree_cpu_sec([self._process])
 
     def __exit__(self, *exc):
         self._parent.send("stop")
@@ -276,25 +281,26 @@ def reader_child(run_id: int, count: int, interval: float) -> None:
     from django.db import connection
     from django.urls import reverse
 
-    urls = [reverse("leaderboard:index"), reverse("leaderboard:task", args=["T5"]) + "?suite=scale",
-            reverse("leaderboard:run", args=[run_id]), reverse("api:leaderboard") + "?suite=scale",
-            reverse("api:run", args=[run_id]), reverse("leaderboard:run_progress", args=[run_id])]  # fmt: skip
+    pages = {"leaderboard": reverse("leaderboard:index"), "task": reverse("leaderboard:task", args=["T5"]) + "?suite=scale",
+             "run": reverse("leaderboard:run", args=[run_id]), "API board": reverse("api:leaderboard") + "?suite=scale",
+             "API run": reverse("api:run", args=[run_id]), "progress": reverse("leaderboard:run_progress", args=[run_id])}  # fmt: skip
+    labels = list(pages)
     client = Client()
-    client.get(urls[0], secure=True)  # a web worker serves many requests: its first one's imports do not count
+    client.get(pages["leaderboard"], secure=True)  # a web worker serves many requests: its first one's imports do not count
     cpu_started = time.process_time()
-    times, writes, statuses = {url: [] for url in urls}, [], []
+    times, writes, statuses = {label: [] for label in labels}, [], []
     for index in range(count):
-        url = urls[index % len(urls)]
+        label = labels[index % len(labels)]
         with CaptureQueriesContext(connection) as queries:
             started = time.perf_counter()
-            response = client.get(url, secure=True)
-            times[url].append(time.perf_counter() - started)
+            response = client.get(pages[label], secure=True)
+            times[label].append(time.perf_counter() - started)
         statuses.append(response.status_code)
         writes += [query["sql"][:80] for query in queries.captured_queries
                    if query["sql"].lstrip().upper().startswith(("INSERT", "UPDATE", "DELETE"))]
         time.sleep(interval)
     print(json.dumps({"times": times, "writes": writes, "bad_statuses": [s for s in statuses if s != 200],
-                      "leaderboard": urls[0], "cpu_sec": time.process_time() - cpu_started}))
+                      "cpu_sec": time.process_time() - cpu_started}))
 
 
 # ── the runs ─────────────────────────────────────────────────────────────────────────────────
@@ -382,8 +388,8 @@ def default_transport(suite, database: Path, episodes: int) -> dict:
 
     run = scale_run(suite, episodes=episodes, api_base="http://127.0.0.1:9/v1", transport="auto")
     plans = plans_of(run)
-    with ModelServer(plans, LATENCY_SEC) as api_base:
-        run.api_base = api_base
+    with ModelServer(plans, LATENCY_SEC) as server:
+        run.api_base = server.api_base
         run.save(update_fields=["api_base"])
         ideal = ideal_seconds(run)
         reader = subprocess.Popen(
@@ -391,12 +397,14 @@ def default_transport(suite, database: Path, episodes: int) -> dict:
             cwd=ROOT, env=environment(database), stdout=subprocess.PIPE, text=True,
         )  # fmt: skip
         execution.settle_process(model=run.model.provider_model)  # as a worker is, before its first episode
-        started, cpu_started = time.perf_counter(), time.process_time()
+        started, cpu_started, server_started = time.perf_counter(), time.process_time(), server.cpu_sec()
         execution.run_sync(run_id=run.pk, concurrency=episodes)
         wall, cpu = time.perf_counter() - started, time.process_time() - cpu_started
+        server_cpu = server.cpu_sec() - server_started
         reads = json.loads(reader.communicate(timeout=600)[0].strip().splitlines()[-1])
     check_played(run)
-    return {"wall": wall, "ideal": ideal, "rss": peak_rss_mb(), "reads": reads, "cpu": cpu, **played_figures(run)}
+    return {"wall": wall, "ideal": ideal, "rss": peak_rss_mb(), "reads": reads, "cpu": cpu, "server_cpu": server_cpu,
+            **played_figures(run)}
 
 
 def redis_server(workdir: Path):
@@ -423,8 +431,8 @@ def two_workers(suite, database: Path, episodes: int, workdir: Path, redis_url: 
     run = scale_run(suite, episodes=episodes, api_base="http://127.0.0.1:9/v1", transport="litellm")
     clusters = []
     try:
-        with ModelServer(plans_of(run), LATENCY_SEC) as api_base:
-            run.api_base = api_base
+        with ModelServer(plans_of(run), LATENCY_SEC) as server:
+            run.api_base = server.api_base
             run.save(update_fields=["api_base"])
             env = environment(database, EEGAB_WORKERS=str(WORKERS_PER_CLUSTER))
             for index in range(2):
@@ -436,7 +444,7 @@ def two_workers(suite, database: Path, episodes: int, workdir: Path, redis_url: 
                 if time.monotonic() > deadline:
                     raise SystemExit("the qclusters did not start:\n" + (workdir / "qcluster-0.log").read_text())
                 time.sleep(0.2)
-            started, cpu_started = time.perf_counter(), cluster_cpu_sec(clusters)
+            started, cpu_started, server_started = time.perf_counter(), tree_cpu_sec(clusters), server.cpu_sec()
             execution.queue_run(run_id=run.pk)
             peak = 0.0
             while Episode.objects.filter(run=run).exclude(status__in=FINISHED).exists():
@@ -444,7 +452,8 @@ def two_workers(suite, database: Path, episodes: int, workdir: Path, redis_url: 
                 if time.perf_counter() - started > 1200:
                     raise SystemExit("the two workers did not finish within 20 minutes")
                 time.sleep(0.25)
-            wall, cpu = time.perf_counter() - started, cluster_cpu_sec(clusters) - cpu_started
+            wall, cpu = time.perf_counter() - started, tree_cpu_sec(clusters) - cpu_started
+            server_cpu = server.cpu_sec() - server_started
     finally:
         for process in clusters:
             process.send_signal(signal.SIGTERM)
@@ -455,11 +464,12 @@ def two_workers(suite, database: Path, episodes: int, workdir: Path, redis_url: 
                 process.kill()
     check_played(run)
     return {"wall": wall, "ideal": ideal_seconds(run), "rss": peak, "cpu": cpu, "cpu_of": "the two clusters' processes",
+            "server_cpu": server_cpu,
             **played_figures(run)}
 
 
-def cluster_cpu_sec(clusters) -> float:
-    """Processor time used so far by the clusters' processes (each cluster and all its descendants), seconds."""
+def tree_cpu_sec(processes) -> float:
+    """Processor time used so far by ``processes`` and all their descendants (a cluster's sentinel and workers), seconds."""
     parents, ticks = {}, {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
@@ -468,7 +478,7 @@ def cluster_cpu_sec(clusters) -> float:
             continue
         parents[stat.parent.name] = fields[1]
         ticks[stat.parent.name] = int(fields[11]) + int(fields[12])  # utime, stime (clock ticks)
-    tree = {str(process.pid) for process in clusters}
+    tree = {str(process.pid) for process in processes}
     grown = True
     while grown:  # the cluster forks a sentinel, which forks the workers
         found = {pid for pid, parent in parents.items() if parent in tree} - tree
@@ -508,7 +518,8 @@ def report_run(label: str, figures: dict, targets: list) -> None:
     if "cpu" in figures:
         of = figures.get("cpu_of", "the episodes' process")
         print(f"   processor time of {of}: {figures['cpu']:.2f} s, "
-              f"{1000 * figures['cpu'] / figures['turns']:.1f} ms a turn ({figures['turns']} turns)")
+              f"{1000 * figures['cpu'] / figures['turns']:.1f} ms a turn ({figures['turns']} turns); "
+              f"of the scripted model server (on the same cores, unlike a remote provider): {figures['server_cpu']:.2f} s")
     targets += [(f"{label}: throughput >= 70% of ideal", ratio >= 0.70),
                 (f"{label}: tool p95 < 100 ms", percentile(tools, 95) < 100),
                 (f"{label}: peak RSS of a worker < 1.5 GB", figures["rss"] < 1536)]
@@ -556,11 +567,13 @@ def main() -> None:
         figures = default_transport(suite, database, options.episodes)
         report_run("default transport", figures, targets)
         reads = figures["reads"]
-        board = reads["times"][reads["leaderboard"]]
+        board = reads["times"]["leaderboard"]
         every = [t for times in reads["times"].values() for t in times]
         print(f"   reads: {len(every)} GETs, {len(reads['writes'])} writes, {len(reads['bad_statuses'])} not 200 · "
               f"leaderboard p95 {1000 * percentile(board, 95):.0f} ms, all pages p95 {1000 * percentile(every, 95):.0f} ms · "
               f"{reads['cpu_sec']:.2f} s of processor time")
+        print("   each page's median / max (ms): " + ", ".join(
+            f"{page} {1000 * percentile(times, 50):.0f} / {1000 * max(times):.0f}" for page, times in reads["times"].items()))
         for sql in reads["writes"][:5]:
             print(f"     write: {sql}")
         targets += [("0 writes from GETs", not reads["writes"] and not reads["bad_statuses"]),

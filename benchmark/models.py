@@ -283,6 +283,11 @@ class ModelSpec(models.Model):
     input_price_per_mtok = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
     output_price_per_mtok = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
     cached_input_price_per_mtok = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
+    litellm_rates = models.JSONField(
+        null=True, blank=True, editable=False,
+        help_text="The model's standard rates in litellm's price map, taken when a run of it was made "
+                  "(runs.cost.kept_litellm_rates): pages read them instead of loading litellm.",
+    )  # fmt: skip
     notes = models.TextField(blank=True)
 
     class Meta:

@@ -246,6 +246,10 @@ Q_CLUSTER = {
     "max_attempts": 2,
     "ack_failures": True,
     "save_limit": 1000,
+    # A cluster takes a task off the broker only when it has room for one (django-q2's default
+    # prefetches workers² tasks): an episode lasts minutes, and a cluster holding more episodes
+    # than it has workers keeps them waiting while another machine's workers stand idle.
+    "queue_limit": 1,
 }
 # Leases on running episodes: a worker renews them every EEGAB_HEARTBEAT_SEC; one silent for
 # EEGAB_EPISODE_LEASE_SEC is presumed dead, and its episode is played again, up to

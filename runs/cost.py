@@ -12,10 +12,11 @@ at the standard input rate and ignores caching, and is given beside it.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from functools import cache
 from decimal import Decimal
+from functools import cache
+from importlib import metadata
 
 MILLION = Decimal(1_000_000)
 COST_PLACES = Decimal("1e-8")  # the precision of the cost columns
@@ -67,6 +68,9 @@ class Pricing:
     input_per_mtok, output_per_mtok, cached_input_per_mtok : Decimal or None
         USD per million tokens, for ``source == "model_spec"``. Without a cached-input
         price, cache reads are charged at the input price; cache writes always are.
+    map_rates : (Decimal, Decimal) or None
+        The standard (input, output) USD-per-token rates of litellm's map, for
+        ``source == "litellm"``: what the paper's estimate charges.
     """
 
     model: str = ""
@@ -74,6 +78,7 @@ class Pricing:
     input_per_mtok: Decimal | None = None
     output_per_mtok: Decimal | None = None
     cached_input_per_mtok: Decimal | None = None
+    map_rates: tuple[Decimal, Decimal] | None = None
 
     @classmethod
     def free(cls) -> Pricing:
@@ -81,7 +86,12 @@ class Pricing:
 
     @classmethod
     def for_model(cls, spec) -> Pricing:
-        """Pricing of a ``benchmark.models.ModelSpec``: its own prices, else litellm's, else unpriced."""
+        """Pricing of a ``benchmark.models.ModelSpec``: its own prices, else litellm's, else unpriced.
+
+        litellm's rates are read from those the spec keeps (``ModelSpec.litellm_rates``) when they
+        were taken from the installed litellm's map, so that pages price a model without loading
+        litellm; else from the map itself.
+        """
         if spec.input_price_per_mtok is not None and spec.output_price_per_mtok is not None:
             return cls(
                 model=spec.provider_model,
@@ -90,8 +100,9 @@ class Pricing:
                 output_per_mtok=_price(spec.output_price_per_mtok),
                 cached_input_per_mtok=_price(spec.cached_input_price_per_mtok),
             )
-        if litellm_rates(spec.provider_model) is not None:
-            return cls(model=spec.provider_model, source="litellm")
+        rates = litellm_rates(spec.provider_model, kept=spec.litellm_rates)
+        if rates is not None:
+            return cls(model=spec.provider_model, source="litellm", map_rates=rates)
         return cls(model=spec.provider_model)
 
     @property
@@ -136,7 +147,7 @@ class Pricing:
         if self.source == "model_spec":
             rates = (self.input_per_mtok / MILLION, self.output_per_mtok / MILLION)
         elif self.source == "litellm":
-            rates = litellm_rates(self.model)
+            rates = self.map_rates or litellm_rates(self.model)
         else:
             return None
         if rates is None:
@@ -161,8 +172,16 @@ def litellm_model_info(model: str) -> dict | None:
         return None
 
 
-def litellm_rates(model: str) -> tuple[Decimal, Decimal] | None:
-    """The standard (input, output) USD-per-token rates of ``model`` in litellm's bundled map, or None."""
+def litellm_rates(model: str, *, kept: Mapping | None = None) -> tuple[Decimal, Decimal] | None:
+    """The standard (input, output) USD-per-token rates of ``model`` in litellm's bundled map, or None.
+
+    ``kept`` is what :func:`kept_litellm_rates` gave earlier; when it was taken for this model from
+    the installed litellm's map it is the answer, and litellm is not loaded.
+    """
+    if kept and kept.get("model") == model and kept.get("litellm") == installed_litellm_version():
+        if kept.get("input") is None or kept.get("output") is None:
+            return None
+        return Decimal(kept["input"]), Decimal(kept["output"])
     info = litellm_model_info(model)
     if info is None:
         return None
@@ -170,6 +189,30 @@ def litellm_rates(model: str) -> tuple[Decimal, Decimal] | None:
     if input_rate is None or output_rate is None:
         return None
     return _price(input_rate), _price(output_rate)
+
+
+@cache
+def installed_litellm_version() -> str | None:
+    """The installed litellm's version, read from its package metadata (litellm itself is not loaded)."""
+    try:
+        return metadata.version("litellm")
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def kept_litellm_rates(model: str) -> dict:
+    """``model``'s standard rates in litellm's map, with the model and litellm version they hold for.
+
+    What ``ModelSpec.litellm_rates`` keeps (rates as strings, None for a model the map does not
+    price), so that a process that shows costs need not load litellm (3 s and 100 MB) to read them.
+    """
+    rates = litellm_rates(model)
+    return {
+        "model": model,
+        "litellm": installed_litellm_version(),
+        "input": None if rates is None else str(rates[0]),
+        "output": None if rates is None else str(rates[1]),
+    }
 
 
 def total_cost(costs: Iterable[Decimal | None], *, priced: bool) -> Decimal | None:

@@ -66,7 +66,7 @@ from runs.cost import Pricing, TokenUsage, total_cost
 from runs.execution import json_safe, task_summaries
 from runs.loop import MAX_EMPTY_NUDGES, MAX_PROTOCOL_RETRIES, score_prediction
 from runs.models import TOKEN_FIELDS, Episode, Run, Status, Step
-from runs.services import episode_record_ids
+from runs.services import episode_record_ids, keep_litellm_rates
 from tools_app.views import result_text
 
 Kind = Step.Kind
@@ -709,7 +709,11 @@ def import_official_run(*, path: str | Path, suite: Suite, model: ModelSpec, nam
     longest = Run._meta.get_field("name").max_length
     if len(name) > longest:
         raise InterchangeError(f"The run name is {len(name)} characters long; at most {longest} fit.")
-    pricing = Pricing.free() if is_baseline(model.provider_model) else Pricing.for_model(model)
+    if is_baseline(model.provider_model):
+        pricing = Pricing.free()
+    else:
+        keep_litellm_rates(model)
+        pricing = Pricing.for_model(model)
     settings, prompt_set = _recorded_settings(path)
     run = Run.objects.create(
         suite=suite,

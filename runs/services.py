@@ -9,6 +9,7 @@ from benchmark.models import Instance, ModelSpec, Suite
 from benchmark.releases import new_record_id
 from benchmark.wording import check_prompt_set, default_prompt_set
 from runs.agents import check_api_base, check_key_env, check_transport, is_baseline
+from runs.cost import kept_litellm_rates
 from runs.limits import check_limits
 from runs.models import MAX_EPOCHS, Episode, Run, Status, Step
 
@@ -73,6 +74,7 @@ def create_run(
     check_api_base(run.api_base)
     if not is_baseline(model.provider_model):
         check_transport(model.provider_model, run.api_base, (run.settings or {}).get("transport"))
+        keep_litellm_rates(model)
     run.save()
     instances = []
     for code in codes:
@@ -87,6 +89,14 @@ def create_run(
         for (epoch, instance), record_id in zip(plays, record_ids)
     ])
     return run
+
+
+def keep_litellm_rates(model: ModelSpec) -> None:
+    """Keep on ``model`` its rates in the installed litellm's price map, unless it already has them."""
+    kept = kept_litellm_rates(model.provider_model)
+    if model.litellm_rates != kept:
+        model.litellm_rates = kept
+        model.save(update_fields=["litellm_rates"])
 
 
 def episode_record_ids(instances: Sequence[Instance]) -> list[str]:

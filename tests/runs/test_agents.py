@@ -21,7 +21,7 @@ from runs.agents import (
     fitted_max_tokens,
     windows_per_call,
 )
-from runs.cost import Pricing, TokenUsage, total_cost
+from runs.cost import Pricing, TokenUsage, kept_litellm_rates, total_cost
 from runs.protocol import TOOL_RESULT_PREFIX, final_answer_errors, parse_text_action
 from tools_app.views import result_text
 from tests.runs import fake_llm
@@ -446,6 +446,48 @@ def test_a_priced_call_without_usage_costs_none_and_adds_nothing():
     assert pricing.call_cost(None) is None
     assert total_cost([Decimal("0.5"), None, Decimal("0.25")], priced=True) == Decimal("0.75")
     assert total_cost([], priced=True) == Decimal(0)
+
+
+PRICE_WITHOUT_LITELLM = """
+import json, os, sys
+sys.path.insert(0, os.getcwd())
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+import django
+django.setup()
+from benchmark.models import ModelSpec
+from runs.cost import Pricing
+
+kept = json.loads(sys.argv[1])
+pricing = Pricing.for_model(ModelSpec(name="m", provider_model=kept["model"], litellm_rates=kept))
+cost = pricing.paper_cost(1000, 100)
+print(json.dumps({"source": pricing.source, "cost": None if cost is None else str(cost), "litellm": "litellm" in sys.modules}))
+"""
+
+
+def price_in_a_fresh_process(kept: dict) -> dict:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    done = subprocess.run([sys.executable, "-c", PRICE_WITHOUT_LITELLM, json.dumps(kept)], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parents[2], timeout=120, check=True)  # fmt: skip
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_a_spec_keeps_its_map_rates_and_a_page_prices_it_without_loading_litellm():
+    kept = kept_litellm_rates("openai/gpt-4o")
+    assert kept["input"] == "0.0000025" and kept["output"] == "0.00001" and kept["litellm"]
+    assert price_in_a_fresh_process(kept) == {"source": "litellm", "cost": "0.00350000", "litellm": False}
+    unpriced = kept_litellm_rates("openai/fake-model")
+    assert unpriced["input"] is None and unpriced["output"] is None
+    assert price_in_a_fresh_process(unpriced) == {"source": None, "cost": None, "litellm": False}  # unpriced, not $0
+
+
+def test_rates_kept_from_another_litellm_or_another_model_are_looked_up_again():
+    stale = {**kept_litellm_rates("openai/gpt-4o"), "litellm": "0.0.1", "input": "1", "output": "1"}
+    assert price_in_a_fresh_process(stale) == {"source": "litellm", "cost": "0.00350000", "litellm": True}
+    moved = {**kept_litellm_rates("openai/gpt-4o"), "model": "openai/fake-model"}  # the spec's model was changed
+    assert Pricing.for_model(spec("openai/gpt-4o", litellm_rates=moved)).paper_cost(1000, 100) == Decimal("0.00350000")
 
 
 def test_the_agent_prices_each_reply(server, make_agent):

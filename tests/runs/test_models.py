@@ -5,7 +5,8 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
-from benchmark.models import Instance, Task
+from benchmark.models import Instance, ModelSpec, Task
+from runs.cost import installed_litellm_version
 from runs.models import AppendOnlyError, Episode, Run, Status, Step
 from runs.services import append_step, create_run, reset_episode_for_retry
 
@@ -122,6 +123,22 @@ def test_create_run_makes_one_pending_episode_per_instance(suite, model_spec):
         ("T2", "pending", 1),
         ("T6", "pending", 1),
     ]
+
+
+def test_create_run_keeps_the_model_rates_of_litellm_map_on_its_spec_for_pages(suite, model_spec):
+    hosted = ModelSpec.objects.create(name="GPT-4o", provider_model="openai/gpt-4o")
+    create_run(suite=suite, model=hosted, tasks=["T2"])
+    hosted.refresh_from_db()
+    assert hosted.litellm_rates == {"model": "openai/gpt-4o", "litellm": installed_litellm_version(),
+                                    "input": "0.0000025", "output": "0.00001"}  # fmt: skip
+    hosted.provider_model = "openai/unlisted-model"  # rates are kept for the model they were taken for
+    hosted.save()
+    create_run(suite=suite, model=hosted, tasks=["T2"])
+    hosted.refresh_from_db()
+    assert hosted.litellm_rates["model"] == "openai/unlisted-model" and hosted.litellm_rates["input"] is None
+    create_run(suite=suite, model=model_spec, tasks=["T2"])  # a baseline costs nothing, with no map to read
+    model_spec.refresh_from_db()
+    assert model_spec.litellm_rates is None
 
 
 def test_create_run_limit_keeps_the_first_instances_of_each_task(suite, model_spec):
