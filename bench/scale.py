@@ -8,7 +8,7 @@
 2. **First call.** In a fresh process, the first statistics-reading call on a night and on an
    hour record (the statistics kept), as a worker that just started makes it.
 3. **Default transport.** 32 concurrent episodes, one per recording (``run_sync`` on 32
-   threads), each a realistic session of 13-15 tool calls (whole-record windowed features,
+   threads, which make their tool calls in a process per processor), each a realistic session of 13-15 tool calls (whole-record windowed features,
    band power, PSD, noise, transients, correlation, asymmetry) scripted by a fake
    OpenAI-compatible server in its own process that answers every request after 200 ms;
    meanwhile another process requests the leaderboard, task, run and API pages 200 times,
@@ -158,6 +158,10 @@ class ModelServer:
         self._process.start()
         self.api_base = self._parent.recv()
         return self
+
+    @property
+    def pid(self) -> int:
+        return self._process.pid
 
     def cpu_sec(self) -> float:
         """The processor time the server has used so far (it stands in for a remote provider's), seconds."""
@@ -398,13 +402,46 @@ def default_transport(suite, database: Path, episodes: int) -> dict:
         )  # fmt: skip
         execution.settle_process(model=run.model.provider_model)  # as a worker is, before its first episode
         started, cpu_started, server_started = time.perf_counter(), time.process_time(), server.cpu_sec()
-        execution.run_sync(run_id=run.pk, concurrency=episodes)
+        children_started = sum(os.times()[2:4])
+        with ForkedChildren(others=[server.pid, reader.pid]) as tool_processes:
+            execution.run_sync(run_id=run.pk, concurrency=episodes)
         wall, cpu = time.perf_counter() - started, time.process_time() - cpu_started
+        tools_cpu = sum(os.times()[2:4]) - children_started  # run_sync's tool processes, ended and waited for
         server_cpu = server.cpu_sec() - server_started
         reads = json.loads(reader.communicate(timeout=600)[0].strip().splitlines()[-1])
     check_played(run)
-    return {"wall": wall, "ideal": ideal, "rss": peak_rss_mb(), "reads": reads, "cpu": cpu, "server_cpu": server_cpu,
-            **played_figures(run)}
+    return {"wall": wall, "ideal": ideal, "rss": max(peak_rss_mb(), tool_processes.peak_rss_mb), "reads": reads,
+            "cpu": cpu, "tools_cpu": tools_cpu, "server_cpu": server_cpu, **played_figures(run)}
+
+
+class ForkedChildren:
+    """Watches this process's children other than ``others`` (run_sync's tool processes) for their peak RSS."""
+
+    def __init__(self, *, others):
+        import threading
+
+        self.others, self.peak_rss_mb = {str(pid) for pid in others}, 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+
+    def _watch(self) -> None:
+        me = str(os.getpid())
+        while not self._stop.wait(0.2):
+            for stat in Path("/proc").glob("[0-9]*/stat"):
+                try:
+                    parent = stat.read_text().rsplit(")", 1)[1].split()[1]
+                except (OSError, IndexError):
+                    continue
+                if parent == me and stat.parent.name not in self.others:
+                    self.peak_rss_mb = max(self.peak_rss_mb, peak_rss_mb(stat.parent.name))
+
+    def __enter__(self) -> "ForkedChildren":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
 
 
 def redis_server(workdir: Path):
@@ -517,8 +554,9 @@ def report_run(label: str, figures: dict, targets: list) -> None:
     print(f"   slowest tools (ms): {figures['slowest']}")
     if "cpu" in figures:
         of = figures.get("cpu_of", "the episodes' process")
+        pool = f"; of its tool processes {figures['tools_cpu']:.2f} s" if "tools_cpu" in figures else ""
         print(f"   processor time of {of}: {figures['cpu']:.2f} s, "
-              f"{1000 * figures['cpu'] / figures['turns']:.1f} ms a turn ({figures['turns']} turns); "
+              f"{1000 * figures['cpu'] / figures['turns']:.1f} ms a turn ({figures['turns']} turns){pool}; "
               f"of the scripted model server (on the same cores, unlike a remote provider): {figures['server_cpu']:.2f} s")
     targets += [(f"{label}: throughput >= 70% of ideal", ratio >= 0.70),
                 (f"{label}: tool p95 < 100 ms", percentile(tools, 95) < 100),

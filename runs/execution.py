@@ -69,6 +69,7 @@ from runs.agents import BASELINES, build_agent, is_baseline, preload_litellm
 from runs.loop import end_at_cap, load_episode, run_episode, score_prediction, scoring_item
 from runs.models import TOKEN_FIELDS, Episode, Run, Status, Step
 from runs.services import reset_episode_for_retry
+from tools_app.processes import ToolProcesses
 
 logger = logging.getLogger(__name__)
 
@@ -475,9 +476,9 @@ def queue_run(*, run_id: int) -> list[int]:
     return release_episodes(run_id=run_id)
 
 
-def _play_in_thread(episode_id: int) -> Episode | None:
+def _play_in_thread(episode_id: int, tools: ToolProcesses) -> Episode | None:
     try:
-        return play_episode(episode_id=episode_id)
+        return play_episode(episode_id=episode_id, tool_caller=tools.call)
     finally:  # the pool's threads end with the run: nothing they opened is left to the garbage collector
         connections.close_all()
         openai_http.close_connections()
@@ -492,8 +493,9 @@ def run_sync(
     """Play a run's pending episodes in this process and finish the run.
 
     Model episodes run on a pool of ``concurrency`` threads (at most the run's own
-    concurrency limit); the built-in baselines, which compute rather than wait, one after
-    another. ``on_episode(episode, error)`` is called as each episode ends; an error of the
+    concurrency limit), which make their tool calls in a process per processor
+    (``tools_app.processes``), outside this process's interpreter lock; the built-in
+    baselines, which compute rather than wait, one after another. ``on_episode(episode, error)`` is called as each episode ends; an error of the
     loop (a platform bug) is passed to it rather than raised, and the other episodes go on.
     The run's leaderboard summary is refreshed as episodes end and once the run is finished.
     """
@@ -513,8 +515,8 @@ def run_sync(
             episodes_ended(run_id=run_id)
             on_episode(episode, error)
     else:
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"run-{run_id}") as pool:
-            futures = {pool.submit(_play_in_thread, episode_id): episode_id for episode_id in ids}
+        with ToolProcesses() as tools, ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"run-{run_id}") as pool:
+            futures = {pool.submit(_play_in_thread, episode_id, tools): episode_id for episode_id in ids}
             for future in as_completed(futures):
                 error = future.exception()
                 episode = future.result() if error is None else Episode.objects.filter(pk=futures[future]).first()

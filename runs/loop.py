@@ -219,18 +219,23 @@ def load_episode(episode_id: int) -> Episode | None:
 # ── defaults of the loop's collaborators ─────────────────────────────────────────────────────
 
 
-def episode_tools(episode: Episode) -> Callable[[Any, str, dict], dict]:
+def episode_tools(episode: Episode, *, call: Callable[..., dict] | None = None) -> Callable[[Any, str, dict], dict]:
     """The platform's tools on ``episode``'s own recording, which answers to the episode's record id only."""
-    return record_tools(episode.record_id)
+    return record_tools(episode.record_id, call=call)
 
 
-def record_tools(record_id: str) -> Callable[[Any, str, dict], dict]:
-    """The platform's tools on an instance's recording, answering to ``record_id`` only."""
-    from tools_app import call_tool
+def record_tools(record_id: str, *, call: Callable[..., dict] | None = None) -> Callable[[Any, str, dict], dict]:
+    """The platform's tools on an instance's recording, answering to ``record_id`` only.
+
+    ``call`` makes the calls, with :func:`tools_app.call_tool`'s arguments; by default that
+    function, in this process (``tools_app.processes.ToolProcesses.call`` makes them elsewhere).
+    """
+    if call is None:
+        from tools_app import call_tool as call
 
     def run(instance, tool_name: str, arguments: dict) -> dict:
         path = Path(instance.suite.release.source) / instance.recording_path
-        return call_tool(path, tool_name, arguments, record_id=record_id, metadata=instance.metadata)
+        return call(path, tool_name, arguments, record_id=record_id, metadata=instance.metadata)
 
     return run
 
@@ -707,6 +712,7 @@ def run_episode(
     episode_id: int,
     agent: Agent | None = None,
     tool_runner: Callable[[Any, str, dict], dict] | None = None,
+    tool_caller: Callable[..., dict] | None = None,
     build_messages: Callable[..., list[dict]] | None = None,
     tool_specs: Sequence[dict] | None = None,
     loaded: Episode | None = None,
@@ -726,6 +732,8 @@ def run_episode(
         (``episode_tools``)
         on the instance's recording. A tool that raises is a platform bug: the episode fails
         with error kind ``tool_bug`` and the exception propagates.
+    tool_caller : callable, optional
+        What makes the platform's tool calls when ``tool_runner`` is not given (``record_tools``).
     build_messages : callable, optional
         ``build_messages(instance, *, tool_specs) -> [system, user]``; defaults to the opening
         messages of the run's prompt set (``benchmark.wording``), which gives every other text too.
@@ -766,7 +774,7 @@ def run_episode(
         loop = _EpisodeLoop(
             episode,
             agent=agent or build_agent(episode.run, instance, record_id=episode.record_id, epoch=episode.epoch),
-            tool_runner=tool_runner or episode_tools(episode),
+            tool_runner=tool_runner or episode_tools(episode, call=tool_caller),
             messages=messages,
             tool_specs=specs,
             wording=wording,

@@ -336,6 +336,45 @@ def test_a_sync_run_plays_model_episodes_on_a_thread_pool(shared_database, monke
     assert max(e.started_at for e in episodes) < min(e.finished_at for e in episodes)
 
 
+@pytest.mark.sqlite_file
+def test_a_sync_run_on_a_thread_pool_makes_its_tool_calls_in_tool_processes_with_the_same_answers(
+    shared_database, monkeypatch
+):
+    from pathlib import Path
+
+    from benchmark.models import Instance, Release, Suite, Task
+    from tests.conftest import TINY_INSTANCES
+    from tools_app import call_tool
+    from tools_app.processes import ToolProcesses
+
+    made = []
+
+    class CountedProcesses(ToolProcesses):
+        def call(self, path, tool_name, arguments, **options):
+            made.append(tool_name)
+            return super().call(path, tool_name, arguments, **options)
+
+    monkeypatch.setattr(execution, "ToolProcesses", CountedProcesses)
+    monkeypatch.setenv("FAKE_LLM_KEY", "sk-test")
+    release = Release.objects.create(name="tiny", version="1", source="tests")
+    suite = Suite.objects.create(name="tiny", release=release)
+    task = Task.objects.get(code="T3")
+    for number in range(3):
+        Instance.objects.create(suite=suite, task=task, record_id=f"rec-{number}", position=number,
+                                **{**TINY_INSTANCES["T3"], "scenario_id": f"c3_routine_bonn_S00{number}"})  # fmt: skip
+    with EpisodeLLM(tool_calls=2) as server:
+        run = model_run(suite, server.api_base, tasks=("T3",), limits={"concurrency": 3})
+        execution.run_sync(run_id=run.pk, concurrency=3)
+
+    steps = list(Step.objects.filter(episode__run=run, kind=Step.Kind.TOOL_CALL).select_related("episode__instance"))
+    assert len(steps) == 6 and made == ["get_recording_info"] * 6
+    for step in steps:
+        instance, record_id = step.episode.instance, step.episode.record_id
+        here = call_tool(Path("tests") / instance.recording_path, step.tool_name, step.arguments, record_id=record_id,
+                         metadata=instance.metadata)  # fmt: skip
+        assert step.result["status"] == "ok" and step.result["content"] == here
+
+
 # ── rate limits ──────────────────────────────────────────────────────────────────────────────
 
 

@@ -1,0 +1,59 @@
+"""Tool calls in processes of their own (``tools_app.processes``): the same answers, made elsewhere."""
+import os
+
+import pytest
+
+from tests.tools_app.test_recording import write_edf
+from tools_app import call_tool
+from tools_app.processes import ToolProcesses
+
+LABELS = ["EEG Fp1-F7", "EEG F7-T7", "EEG T7-P7", "EEG P7-O1"]
+CALLS = [
+    ("get_recording_info", {}),
+    ("compute_band_power", {"channels": ["EEG F7-T7"], "tmin": 10, "tmax": 70}),
+    ("compute_windowed_features", {"channels": ["EEG Fp1-F7"], "features": ["rms_uv", "alpha_relative"], "window_sec": 30}),
+    ("compute_noise_metrics", {}),
+    ("detect_transients", {"channels": ["EEG T7-P7"], "tmin": 0, "tmax": 60}),
+    ("compute_band_power", {"channels": ["EEG Cz-Pz"]}),  # no such channel: an error the model reads
+    ("compute_psd", {"channels": ["EEG Fp1-F7"], "fmax": "forty"}),  # a bad argument: another
+]
+
+
+@pytest.fixture(scope="module")
+def recording(tmp_path_factory):
+    return write_edf(tmp_path_factory.mktemp("edf") / "rec.edf", LABELS, [256] * 4, 120, seed=3)
+
+
+@pytest.fixture(scope="module")
+def processes():
+    with ToolProcesses(2) as pool:
+        yield pool
+
+
+def test_a_call_in_a_tool_process_answers_exactly_as_in_this_process(recording, processes):
+    for name, arguments in CALLS:
+        here = call_tool(recording, name, {"record_id": "rec-1", **arguments}, record_id="rec-1")
+        there = processes.call(recording, name, {"record_id": "rec-1", **arguments}, record_id="rec-1")
+        assert there == here, name
+    errors = [processes.call(recording, name, {"record_id": "rec-1", **arguments}, record_id="rec-1")
+              for name, arguments in CALLS[-2:]]  # fmt: skip
+    assert all("error" in result for result in errors)
+    # A record id other than the episode's own is refused there as here.
+    assert processes.call(recording, "get_recording_info", {"record_id": "rec-2"}, record_id="rec-1") == call_tool(
+        recording, "get_recording_info", {"record_id": "rec-2"}, record_id="rec-1"
+    )
+
+
+def test_the_calls_are_made_in_as_many_other_processes_as_asked(processes):
+    pids = processes.pids()
+    assert len(pids) == 2 and os.getpid() not in pids
+    assert all(os.path.exists(f"/proc/{pid}") for pid in pids)
+
+
+def test_closing_the_pool_ends_its_processes(recording):
+    pool = ToolProcesses(1)
+    pids = pool.pids()
+    assert pool.call(recording, "get_channel_list", {"record_id": "r"}, record_id="r")["n_channels"] == 4
+    pool.close()
+    assert not any(os.path.exists(f"/proc/{pid}") and "zombie" not in open(f"/proc/{pid}/status").read()
+                   for pid in pids)  # fmt: skip
