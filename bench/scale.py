@@ -14,8 +14,9 @@
    meanwhile another process requests the leaderboard, task, run and API pages 200 times,
    counting the INSERT, UPDATE and DELETE statements they make and timing them.
 4. **litellm on two workers.** The same episodes through litellm (``--transport litellm``),
-   queued to two ``qcluster`` processes of 16 workers each that share the SQLite file and a
-   Redis broker of this benchmark's own (``redis-server`` from the system), as two machines would.
+   queued to two ``qcluster`` processes of 18 workers each (16 episodes and two spare) that
+   share the SQLite file and a Redis broker of this benchmark's own (``redis-server`` from the
+   system), as two machines would.
 
 The ideal wall time is the model's latency alone: (tool calls + 1) × 200 ms of the longest
 session; throughput is ideal / measured. Targets: first call <= 50 ms; tool p95 < 100 ms;
@@ -43,7 +44,10 @@ NIGHTS = [(f"night-{index:02d}.edf", 8 + index % 3) for index in range(16)]  # 8
 HOURS = [f"hour-{index:02d}.edf" for index in range(16)]
 LATENCY_SEC = 0.2
 GETS = 200
-WORKERS_PER_CLUSTER = 16
+# Two workers beyond the 16 episodes each cluster plays: a django-q2 cluster may hold two tasks more
+# than it has busy workers (one queued, one being handed over, with queue_limit 1), and without
+# spare workers such an episode waits a whole episode while the other cluster has a worker idle.
+WORKERS_PER_CLUSTER = 18
 
 EEG, EEG2, EOG = "EEG Fpz-Cz", "EEG Pz-Oz", "EOG horizontal"
 TEMPORAL = ["F7-T7", "T7-P7", "F8-T8", "T8-P8"]

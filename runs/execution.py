@@ -349,6 +349,33 @@ def _agent_for(episode: Episode):
 _settled_pid: int | None = None
 
 
+# glibc's mallopt parameters, and the values set: arrays up to 32 MB (glibc's largest threshold)
+# come from the heap rather than a mapping of their own, and up to 512 MB of freed heap is kept.
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+_MMAP_THRESHOLD_BYTES, _TRIM_THRESHOLD_BYTES = 32 * 2**20, 512 * 2**20
+
+
+def keep_freed_memory() -> bool:
+    """Have the C allocator keep freed memory for reuse (glibc only); True when it was told.
+
+    By default glibc gives each large block (a tool's temporary array of a long recording) a
+    mapping of its own and returns it on free, so every call faults in and zeroes fresh pages:
+    half a tool's page faults, and much of a busy worker's system time. The memory kept is
+    bounded by the largest set of temporaries a process holds at once.
+    """
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    try:
+        mallopt = ctypes.CDLL(name).mallopt if name else None
+    except (OSError, AttributeError):  # not glibc (musl, macOS): its allocator's defaults stay
+        return False
+    if mallopt is None:
+        return False
+    return bool(mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD_BYTES)) and bool(mallopt(_M_TRIM_THRESHOLD, _TRIM_THRESHOLD_BYTES))
+
+
 def settle_process(*, model: str | None) -> None:
     """Get this process ready to play episodes of ``model`` (of any model when None), once per process.
 
@@ -359,10 +386,15 @@ def settle_process(*, model: str | None) -> None:
     process for a quarter of a second. A queue cluster calls it with None before it forks
     its workers (``manage.py qcluster``), so that they share these modules rather than each
     import them again.
+
+    The C allocator is also told to keep freed memory for reuse (``keep_freed_memory``): the
+    tools' large temporary arrays then reuse pages the process already has, instead of asking
+    the kernel for fresh ones, zeroed page by page, on every call.
     """
     global _settled_pid
     if _settled_pid == os.getpid():
         return
+    keep_freed_memory()
     import runs.tasks  # noqa: F401  (the queue task's module)
     from tools_app.registry import function_schemas
 

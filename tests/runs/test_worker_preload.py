@@ -69,3 +69,33 @@ def test_the_preloading_command_loads_before_it_starts_the_cluster(monkeypatch):
     monkeypatch.setattr(django_q_command.Command, "handle", lambda self, *a, **o: calls.append(("cluster", o["run_once"])))
     PreloadingCluster().handle(run_once=True)
     assert calls == [("settle", None), ("cluster", True)]
+
+
+FREED_AND_REUSED = """
+import os, resource, sys
+sys.path.insert(0, os.getcwd())
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+import django
+django.setup()
+import numpy as np
+from runs.execution import keep_freed_memory
+
+kept = keep_freed_memory() if sys.argv[1] == "keep" else None
+temporary = np.ones(2_000_000)  # 16 MB, the size of a tool's temporary over a long recording
+del temporary
+before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+again = np.ones(2_000_000)
+print(kept, resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+"""
+
+
+def test_a_settled_process_reuses_the_memory_of_a_freed_temporary_instead_of_faulting_in_fresh_pages():
+    def faults(mode: str) -> tuple[str, int]:
+        done = subprocess.run([sys.executable, "-c", FREED_AND_REUSED, mode], cwd=ROOT, capture_output=True, text=True,
+                              timeout=120, check=True)  # fmt: skip
+        kept, count = done.stdout.split()
+        return kept, int(count)
+
+    kept, count = faults("keep")
+    assert kept == "True" and count < 20
+    assert faults("default")[1] > count  # glibc's default hands the block back and faults it in again
