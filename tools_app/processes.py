@@ -3,21 +3,36 @@
 Episodes played on threads of one process (``run_benchmark --sync --concurrency N``) share its
 interpreter lock: a tool's Python work holds it, and the other episodes' turns wait behind it.
 :class:`ToolProcesses` runs the calls in a few forked processes instead (one per processor by
-default), where the work of two calls proceeds at once and the episodes' own process keeps its
-lock for the turns. A call gives exactly what :func:`tools_app.call_tool` gives in the process
-itself; only the place it is computed changes. Each process keeps its own recordings and maps
-the same statistics files (``tools_app.signal.stored``), so the files' pages are shared.
+default), where two calls proceed at once and the episodes' own process keeps its lock for the
+turns. A call gives exactly what :func:`tools_app.call_tool` gives in the process itself; only
+the place it is computed changes. Each recording is given to one process, the first time it is
+called on, and keeps going there, so a recording is opened, and its statistics mapped and
+checked (``tools_app.signal.stored``), once.
 """
 from __future__ import annotations
 
 import multiprocessing
 import os
-from concurrent.futures import ProcessPoolExecutor
+import signal
+import threading
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
 from pathlib import Path
 
 
+class ToolProcessLost(RuntimeError):
+    """A tool process ended while a call was made there (killed, or out of memory)."""
+
+
+@dataclass
+class _Child:
+    process: multiprocessing.process.BaseProcess
+    connection: Connection
+    lock: threading.Lock = field(default_factory=threading.Lock)  # one call at a time on its pipe
+
+
 class ToolProcesses:
-    """A pool of forked processes that make tool calls; create it before the threads that use it.
+    """Forked processes that make tool calls; create it before the threads that use it.
 
     The processes are forked at once, from the creating thread, so that none is forked while other
     threads hold locks. Use as a context manager, or call :meth:`close`.
@@ -35,22 +50,54 @@ class ToolProcesses:
             # files only, never touch it and leave by os._exit, without closing it.
             if not connection.in_atomic_block:
                 connection.close()
-        self.processes = max(1, processes or os.cpu_count() or 1)
-        self._pool = ProcessPoolExecutor(max_workers=self.processes, mp_context=multiprocessing.get_context("fork"))
-        self._pool.submit(os.getpid).result()  # forks every process now (the pool forks them all on first use)
+        context = multiprocessing.get_context("fork")
+        self._children: list[_Child] = []
+        for _ in range(max(1, processes or os.cpu_count() or 1)):
+            ours, theirs = context.Pipe()
+            inherited = [child.connection for child in self._children]  # the earlier processes' pipes
+            process = context.Process(target=_serve, args=(theirs, inherited), daemon=True, name="tool-process")
+            process.start()
+            theirs.close()
+            self._children.append(_Child(process, ours))
+        self._assigned: dict[str, int] = {}
+        self._assigning = threading.Lock()
 
     def call(self, path: Path | str, tool_name: str, arguments: dict, **options) -> dict:
-        """:func:`tools_app.call_tool` in one of the processes; waits for its result (raises what it raises)."""
-        from tools_app import call_tool
-
-        return self._pool.submit(call_tool, Path(path), tool_name, arguments, **options).result()
+        """:func:`tools_app.call_tool` in the recording's process; waits for its result (raises what it raises)."""
+        key = str(path)
+        with self._assigning:
+            index = self._assigned.setdefault(key, len(self._assigned) % len(self._children))
+        child = self._children[index]
+        with child.lock:
+            try:
+                child.connection.send((key, tool_name, arguments, options))
+                succeeded, value = child.connection.recv()
+            except (EOFError, OSError) as exc:
+                raise ToolProcessLost(
+                    f"The tool process {child.process.pid} ended during {tool_name} (exit code {child.process.exitcode})."
+                ) from exc
+        if not succeeded:
+            raise value
+        return value
 
     def pids(self) -> list[int]:
-        """The processes' ids, for measuring them (read from the pool's table of its processes)."""
-        return [process.pid for process in (self._pool._processes or {}).values()]
+        """The processes' ids, for measuring them."""
+        return [child.process.pid for child in self._children]
 
     def close(self) -> None:
-        self._pool.shutdown(wait=True, cancel_futures=True)
+        """Ask each process to end, and end it if it does not within a few seconds."""
+        for child in self._children:
+            with child.lock:
+                try:
+                    child.connection.send(None)
+                except OSError:  # it has ended already
+                    pass
+        for child in self._children:
+            child.process.join(timeout=5)
+            if child.process.is_alive():
+                child.process.kill()
+                child.process.join()
+            child.connection.close()
 
     def __enter__(self) -> ToolProcesses:
         return self
@@ -58,3 +105,27 @@ class ToolProcesses:
     def __exit__(self, *exc_info) -> None:
         self.close()
 
+
+def _serve(connection: Connection, inherited: list[Connection]) -> None:
+    """A tool process: answer calls until asked to end or the creating process has gone."""
+    from tools_app import call_tool
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the creating process's to handle: it ends us
+    for other in inherited:  # else an earlier process would not see its pipe close if the creator died
+        other.close()
+    while True:
+        try:
+            request = connection.recv()
+        except EOFError:
+            return
+        if request is None:
+            return
+        path, tool_name, arguments, options = request
+        try:
+            reply = (True, call_tool(Path(path), tool_name, arguments, **options))
+        except Exception as exc:  # a platform bug: raised again where the call was made
+            reply = (False, exc)
+        try:
+            connection.send(reply)
+        except Exception as exc:  # an exception that cannot be pickled: its text crosses instead
+            connection.send((False, RuntimeError(f"{tool_name} raised {type(exc).__name__}: {reply[1]!r}")))

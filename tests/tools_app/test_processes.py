@@ -1,11 +1,12 @@
 """Tool calls in processes of their own (``tools_app.processes``): the same answers, made elsewhere."""
 import os
+import signal
 
 import pytest
 
 from tests.tools_app.test_recording import write_edf
 from tools_app import call_tool
-from tools_app.processes import ToolProcesses
+from tools_app.processes import ToolProcesses, ToolProcessLost
 
 LABELS = ["EEG Fp1-F7", "EEG F7-T7", "EEG T7-P7", "EEG P7-O1"]
 CALLS = [
@@ -50,10 +51,27 @@ def test_the_calls_are_made_in_as_many_other_processes_as_asked(processes):
     assert all(os.path.exists(f"/proc/{pid}") for pid in pids)
 
 
-def test_closing_the_pool_ends_its_processes(recording):
-    pool = ToolProcesses(1)
+def test_a_recording_keeps_to_the_process_it_was_first_given_to_and_recordings_are_shared_out(tmp_path, processes):
+    paths = [write_edf(tmp_path / f"rec-{number}.edf", LABELS, [256] * 4, 20, seed=number) for number in range(4)]
+    first = {}
+    for path in paths * 3:
+        processes.call(path, "get_recording_info", {"record_id": "r"}, record_id="r")
+        first.setdefault(path, processes._assigned[str(path)])
+        assert processes._assigned[str(path)] == first[path]
+    assert sorted(first.values()) == [0, 0, 1, 1]
+
+
+def test_a_platform_bug_in_a_tool_process_is_raised_where_the_call_was_made(recording, processes, monkeypatch):
+    with pytest.raises(TypeError):  # call_tool's own signature check, made there
+        processes.call(recording, "get_recording_info", {"record_id": "r"}, record_id="r", no_such_option=1)
+
+
+def test_a_tool_process_that_ended_is_reported_as_lost_and_closing_ends_the_others(recording):
+    pool = ToolProcesses(2)
     pids = pool.pids()
     assert pool.call(recording, "get_channel_list", {"record_id": "r"}, record_id="r")["n_channels"] == 4
+    os.kill(pids[0], signal.SIGKILL)  # the first recording went to the first process
+    with pytest.raises(ToolProcessLost, match="ended during get_channel_list"):
+        pool.call(recording, "get_channel_list", {"record_id": "r"}, record_id="r")
     pool.close()
-    assert not any(os.path.exists(f"/proc/{pid}") and "zombie" not in open(f"/proc/{pid}/status").read()
-                   for pid in pids)  # fmt: skip
+    assert not any(os.path.exists(f"/proc/{pid}") for pid in pids)
