@@ -69,7 +69,7 @@ from runs.agents import BASELINES, build_agent, is_baseline, preload_litellm
 from runs.loop import end_at_cap, load_episode, run_episode, score_prediction, scoring_item
 from runs.models import TOKEN_FIELDS, Episode, Run, Status, Step
 from runs.services import reset_episode_for_retry
-from tools_app.processes import ToolProcesses
+from tools_app.processes import ToolProcesses, shared_tool_processes
 
 logger = logging.getLogger(__name__)
 
@@ -526,7 +526,8 @@ def run_sync(
 
     Model episodes run on a pool of ``concurrency`` threads (at most the run's own
     concurrency limit), which make their tool calls in a process per processor
-    (``tools_app.processes``), outside this process's interpreter lock; the built-in
+    (``tools_app.processes``, kept for later runs of this process), outside this process's
+    interpreter lock; the built-in
     baselines, which compute rather than wait, one after another. ``on_episode(episode, error)`` is called as each episode ends; an error of the
     loop (a platform bug) is passed to it rather than raised, and the other episodes go on.
     The run's leaderboard summary is refreshed as episodes end and once the run is finished.
@@ -547,7 +548,8 @@ def run_sync(
             episodes_ended(run_id=run_id)
             on_episode(episode, error)
     else:
-        with ToolProcesses() as tools, ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"run-{run_id}") as pool:
+        tools = shared_tool_processes()
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"run-{run_id}") as pool:
             futures = {pool.submit(_play_in_thread, episode_id, tools): episode_id for episode_id in ids}
             for future in as_completed(futures):
                 error = future.exception()

@@ -354,7 +354,8 @@ def test_a_sync_run_on_a_thread_pool_makes_its_tool_calls_in_tool_processes_with
             made.append(tool_name)
             return super().call(path, tool_name, arguments, **options)
 
-    monkeypatch.setattr(execution, "ToolProcesses", CountedProcesses)
+    counted = CountedProcesses(2)
+    monkeypatch.setattr(execution, "shared_tool_processes", lambda: counted)
     monkeypatch.setenv("FAKE_LLM_KEY", "sk-test")
     release = Release.objects.create(name="tiny", version="1", source="tests")
     suite = Suite.objects.create(name="tiny", release=release)
@@ -364,7 +365,10 @@ def test_a_sync_run_on_a_thread_pool_makes_its_tool_calls_in_tool_processes_with
                                 **{**TINY_INSTANCES["T3"], "scenario_id": f"c3_routine_bonn_S00{number}"})  # fmt: skip
     with EpisodeLLM(tool_calls=2) as server:
         run = model_run(suite, server.api_base, tasks=("T3",), limits={"concurrency": 3})
-        execution.run_sync(run_id=run.pk, concurrency=3)
+        try:
+            execution.run_sync(run_id=run.pk, concurrency=3)
+        finally:
+            counted.close()
 
     steps = list(Step.objects.filter(episode__run=run, kind=Step.Kind.TOOL_CALL).select_related("episode__instance"))
     assert len(steps) == 6 and made == ["get_recording_info"] * 6

@@ -6,7 +6,7 @@ import pytest
 
 from tests.tools_app.test_recording import write_edf
 from tools_app import call_tool
-from tools_app.processes import ToolProcesses, ToolProcessLost
+from tools_app.processes import ToolProcesses, ToolProcessLost, shared_tool_processes
 
 LABELS = ["EEG Fp1-F7", "EEG F7-T7", "EEG T7-P7", "EEG P7-O1"]
 CALLS = [
@@ -55,7 +55,7 @@ def test_a_recording_keeps_to_the_process_it_was_first_given_to_and_recordings_a
     paths = [write_edf(tmp_path / f"rec-{number}.edf", LABELS, [256] * 4, 20, seed=number) for number in range(4)]
     first = {}
     for path in paths * 3:
-        processes.call(path, "get_recording_info", {"record_id": "r"}, record_id="r")
+        processes.call(path, "compute_temporal_features", {"record_id": "r"}, record_id="r")
         first.setdefault(path, processes._assigned[str(path)])
         assert processes._assigned[str(path)] == first[path]
     assert sorted(first.values()) == [0, 0, 1, 1]
@@ -63,15 +63,28 @@ def test_a_recording_keeps_to_the_process_it_was_first_given_to_and_recordings_a
 
 def test_a_platform_bug_in_a_tool_process_is_raised_where_the_call_was_made(recording, processes, monkeypatch):
     with pytest.raises(TypeError):  # call_tool's own signature check, made there
-        processes.call(recording, "get_recording_info", {"record_id": "r"}, record_id="r", no_such_option=1)
+        processes.call(recording, "compute_temporal_features", {"record_id": "r"}, record_id="r", no_such_option=1)
 
 
 def test_a_tool_process_that_ended_is_reported_as_lost_and_closing_ends_the_others(recording):
     pool = ToolProcesses(2)
     pids = pool.pids()
-    assert pool.call(recording, "get_channel_list", {"record_id": "r"}, record_id="r")["n_channels"] == 4
+    assert "error" not in pool.call(recording, "compute_temporal_features", {"record_id": "r"}, record_id="r")
     os.kill(pids[0], signal.SIGKILL)  # the first recording went to the first process
-    with pytest.raises(ToolProcessLost, match="ended during get_channel_list"):
-        pool.call(recording, "get_channel_list", {"record_id": "r"}, record_id="r")
+    with pytest.raises(ToolProcessLost, match="ended during compute_temporal_features"):
+        pool.call(recording, "compute_temporal_features", {"record_id": "r"}, record_id="r")
+    # The header tools read no samples and are answered in the calling process, which is still there.
+    assert pool.call(recording, "get_channel_list", {"record_id": "r"}, record_id="r")["n_channels"] == 4
     pool.close()
     assert not any(os.path.exists(f"/proc/{pid}") for pid in pids)
+
+
+def test_a_process_keeps_its_shared_tool_processes_for_later_runs_and_replaces_them_when_one_ends(recording):
+    shared = shared_tool_processes()
+    assert shared_tool_processes() is shared and shared.alive()
+    os.kill(shared.pids()[1], signal.SIGKILL)
+    shared._children[1].process.join()
+    replaced = shared_tool_processes()
+    assert replaced is not shared and replaced.alive() and not shared.alive()
+    assert "error" not in replaced.call(recording, "compute_temporal_features", {"record_id": "r"}, record_id="r")
+    replaced.close()
