@@ -406,11 +406,10 @@ def default_transport(suite, database: Path, episodes: int) -> dict:
         )  # fmt: skip
         execution.settle_process(model=run.model.provider_model)  # as a worker is, before its first episode
         started, cpu_started, server_started = time.perf_counter(), time.process_time(), server.cpu_sec()
-        children_started = sum(os.times()[2:4])
         with ForkedChildren(others=[server.pid, reader.pid]) as tool_processes:
             execution.run_sync(run_id=run.pk, concurrency=episodes)
         wall, cpu = time.perf_counter() - started, time.process_time() - cpu_started
-        tools_cpu = sum(os.times()[2:4]) - children_started  # run_sync's tool processes, ended and waited for
+        tools_cpu = tree_cpu_sec(tool_processes.seen())  # run_sync's tool processes, forked for this run
         server_cpu = server.cpu_sec() - server_started
         reads = json.loads(reader.communicate(timeout=600)[0].strip().splitlines()[-1])
     check_played(run)
@@ -419,12 +418,12 @@ def default_transport(suite, database: Path, episodes: int) -> dict:
 
 
 class ForkedChildren:
-    """Watches this process's children other than ``others`` (run_sync's tool processes) for their peak RSS."""
+    """Watches this process's children other than ``others`` (run_sync's tool processes): their ids and peak RSS."""
 
     def __init__(self, *, others):
         import threading
 
-        self.others, self.peak_rss_mb = {str(pid) for pid in others}, 0.0
+        self.others, self.peak_rss_mb, self.pids = {str(pid) for pid in others}, 0.0, set()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, daemon=True)
 
@@ -437,7 +436,14 @@ class ForkedChildren:
                 except (OSError, IndexError):
                     continue
                 if parent == me and stat.parent.name not in self.others:
+                    self.pids.add(int(stat.parent.name))
                     self.peak_rss_mb = max(self.peak_rss_mb, peak_rss_mb(stat.parent.name))
+
+    def seen(self) -> list:
+        """The children seen, as objects with a ``pid`` (what :func:`tree_cpu_sec` takes)."""
+        from types import SimpleNamespace
+
+        return [SimpleNamespace(pid=pid) for pid in sorted(self.pids)]
 
     def __enter__(self) -> "ForkedChildren":
         self._thread.start()
