@@ -359,9 +359,9 @@ def keep_freed_memory() -> bool:
     """Have the C allocator keep freed memory for reuse (glibc only); True when it was told.
 
     By default glibc gives each large block (a tool's temporary array of a long recording) a
-    mapping of its own and returns it on free, so every call faults in and zeroes fresh pages:
-    half a tool's page faults, and much of a busy worker's system time. The memory kept is
-    bounded by the largest set of temporaries a process holds at once.
+    mapping of its own and returns it on free, so every call faults in and zeroes fresh pages
+    (half the page faults of a T5 and a T6 session's tools in a fresh process). The memory kept
+    is bounded by the largest set of temporaries a process holds at once.
     """
     import ctypes
     import ctypes.util
