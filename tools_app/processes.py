@@ -71,19 +71,27 @@ class ToolProcesses:
     def call(self, path: Path | str, tool_name: str, arguments: dict, **options) -> dict:
         """:func:`tools_app.call_tool` in the recording's process; waits for its result (raises what it raises).
 
-        The header tools (``HEADER_TOOLS``) are called in this process.
+        The header tools (``HEADER_TOOLS``) are called in this process; the first call on a
+        recording, which is usually one, has its process get the recording's statistics ready.
         """
+        key = str(path)
+        with self._assigning:
+            new = key not in self._assigned
+            index = self._assigned.setdefault(key, len(self._assigned) % len(self._children))
+        child = self._children[index]
         if tool_name in HEADER_TOOLS:
             from tools_app import call_tool
 
+            if new:  # its process gets the recording's statistics ready while the model reads this answer
+                with child.lock:
+                    try:
+                        child.connection.send(("warm", key, None, None, {"metadata": options.get("metadata")}))
+                    except OSError:  # it has ended: the next call there says so
+                        pass
             return call_tool(Path(path), tool_name, arguments, **options)
-        key = str(path)
-        with self._assigning:
-            index = self._assigned.setdefault(key, len(self._assigned) % len(self._children))
-        child = self._children[index]
         with child.lock:
             try:
-                child.connection.send((key, tool_name, arguments, options))
+                child.connection.send(("call", key, tool_name, arguments, options))
                 succeeded, value = child.connection.recv()
             except (EOFError, OSError) as exc:
                 raise ToolProcessLost(
@@ -149,6 +157,7 @@ def shared_tool_processes() -> ToolProcesses:
 def _serve(connection: Connection, inherited: list[Connection]) -> None:
     """A tool process: answer calls until asked to end or the creating process has gone."""
     from tools_app import call_tool
+    from tools_app.recording import warm_statistics
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the creating process's to handle: it ends us
     for other in inherited:  # else an earlier process would not see its pipe close if the creator died
@@ -160,7 +169,13 @@ def _serve(connection: Connection, inherited: list[Connection]) -> None:
             return
         if request is None:
             return
-        path, tool_name, arguments, options = request
+        kind, path, tool_name, arguments, options = request
+        if kind == "warm":  # no answer is awaited
+            try:
+                warm_statistics(Path(path), metadata=options.get("metadata"))
+            except Exception:  # the calls that read the statistics meet the error themselves
+                pass
+            continue
         try:
             reply = (True, call_tool(Path(path), tool_name, arguments, **options))
         except Exception as exc:  # a platform bug: raised again where the call was made

@@ -362,6 +362,24 @@ def clear_recording_cache() -> None:
         _cache.clear()
 
 
+def warm_statistics(path, *, metadata=None) -> None:
+    """Open a recording and map and check every array of its kept statistics now.
+
+    What the first calls that read them would do on the way, done ahead (a tool process does it
+    while the model thinks about a header tool's answer). Errors are left to those calls.
+    """
+    from tools_app.signal.ranges import source_for
+    from tools_app.signal.segments import ChannelSegments
+
+    segments = source_for(open_recording(path, metadata=metadata)).segments
+    if segments is None:
+        return
+    for pick in range(segments.n_channels or 0):
+        channel = segments.channel(pick)
+        for name in ChannelSegments.STORED:
+            getattr(channel, name)
+
+
 def precompute_statistics(path, *, metadata=None) -> str:
     """Make the kept statistics of one recording ready, as its first tool call would.
 

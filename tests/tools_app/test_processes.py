@@ -88,3 +88,32 @@ def test_a_process_keeps_its_shared_tool_processes_for_later_runs_and_replaces_t
     assert replaced is not shared and replaced.alive() and not shared.alive()
     assert "error" not in replaced.call(recording, "compute_temporal_features", {"record_id": "r"}, record_id="r")
     replaced.close()
+
+
+def test_a_first_header_call_has_the_recording_process_ready_its_statistics_with_the_same_answers(tmp_path):
+    from tests.tools_app.test_recording import pyedflib_edf
+    from tools_app.recording import clear_recording_cache, open_recording, warm_statistics
+    from tools_app.signal import stored
+    from tools_app.signal.ranges import source_for
+    from tools_app.signal.segments import ChannelSegments
+
+    night = pyedflib_edf(tmp_path / "night.edf", ["A", "B", "Resp", "C"], [200, 200, 1, 200], 1200)
+    windowed = ("compute_windowed_features", {"record_id": "r", "channels": ["A"], "features": ["rms_uv"], "window_sec": 60})
+    previous = stored.stats_dir()
+    stored.configure(tmp_path / "stats")
+    clear_recording_cache()
+    try:
+        with ToolProcesses(1) as pool:  # forked with the statistics directory set
+            pool.call(night, "get_recording_info", {"record_id": "r"}, record_id="r")  # answered here; warms there
+            there = pool.call(night, *windowed, record_id="r")
+        assert len(list((tmp_path / "stats").rglob("*.stats"))) == 1  # the process computed and kept them
+        assert there == call_tool(night, *windowed, record_id="r")  # here, from the kept file
+
+        clear_recording_cache()
+        warm_statistics(night)
+        segments = source_for(open_recording(night)).segments
+        for pick in range(segments.n_channels):
+            assert set(ChannelSegments.STORED) <= set(vars(segments.channel(pick)))  # every array mapped and checked
+    finally:
+        stored.configure(previous)
+        clear_recording_cache()
