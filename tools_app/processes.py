@@ -34,7 +34,12 @@ class ToolProcessLost(RuntimeError):
 class _Child:
     process: multiprocessing.process.BaseProcess
     connection: Connection
-    lock: threading.Lock = field(default_factory=threading.Lock)  # one call at a time on its pipe
+    calling: threading.Lock = field(default_factory=threading.Lock)  # a call's request and its reply, paired
+    sending: threading.Lock = field(default_factory=threading.Lock)  # one message at a time on the pipe
+
+    def send(self, message) -> None:
+        with self.sending:
+            self.connection.send(message)
 
 
 class ToolProcesses:
@@ -83,15 +88,14 @@ class ToolProcesses:
             from tools_app import call_tool
 
             if new:  # its process gets the recording's statistics ready while the model reads this answer
-                with child.lock:
-                    try:
-                        child.connection.send(("warm", key, None, None, {"metadata": options.get("metadata")}))
-                    except OSError:  # it has ended: the next call there says so
-                        pass
+                try:  # no reply comes, so this does not wait for a call another thread is making there
+                    child.send(("warm", key, None, None, {"metadata": options.get("metadata")}))
+                except OSError:  # it has ended: the next call there says so
+                    pass
             return call_tool(Path(path), tool_name, arguments, **options)
-        with child.lock:
+        with child.calling:
             try:
-                child.connection.send(("call", key, tool_name, arguments, options))
+                child.send(("call", key, tool_name, arguments, options))
                 succeeded, value = child.connection.recv()
             except (EOFError, OSError) as exc:
                 raise ToolProcessLost(
@@ -112,11 +116,10 @@ class ToolProcesses:
     def close(self) -> None:
         """Ask each process to end, and end it if it does not within a few seconds."""
         for child in self._children:
-            with child.lock:
-                try:
-                    child.connection.send(None)
-                except OSError:  # it has ended already
-                    pass
+            try:
+                child.send(None)
+            except OSError:  # it has ended already
+                pass
         for child in self._children:
             child.process.join(timeout=5)
             if child.process.is_alive():
