@@ -66,7 +66,7 @@ from benchmark.scoring import overall as official_overall
 from leaderboard.services import episodes_ended, overall_over_epochs, refresh_run_summary
 from runs import openai_http
 from runs.agents import BASELINES, build_agent, is_baseline, preload_litellm
-from runs.loop import end_at_cap, load_episode, run_episode, score_prediction, scoring_item
+from runs.loop import end_at_cap, episode_tools, load_episode, run_episode, score_prediction, scoring_item
 from runs.models import TOKEN_FIELDS, Episode, Run, Status, Step
 from runs.services import reset_episode_for_retry
 from tools_app.processes import ToolProcesses, shared_tool_processes
@@ -408,12 +408,16 @@ def settle_process(*, model: str | None) -> None:
 
 
 
-def play_episode(*, episode_id: int, **loop_options) -> Episode | None:
+def play_episode(
+    *, episode_id: int, tool_caller: Callable[..., dict] | None = None, **loop_options
+) -> Episode | None:
     """Play one episode in this process, under a lease; recover it first if its worker died.
 
     An episode that is finished, or running under a live lease elsewhere, is returned as it
-    is. ``loop_options`` go to ``runs.loop.run_episode`` (tests and benchmarks pass an
-    agent or a tool runner). Returns None when the episode does not exist.
+    is. ``tool_caller`` makes the platform's tool calls on the episode's recording
+    (``runs.loop.record_tools``; ``ToolProcesses.call`` makes them in tool processes).
+    ``loop_options`` go to ``runs.loop.run_episode`` (tests and benchmarks pass an agent or a
+    tool runner). Returns None when the episode does not exist.
     """
     episode = load_episode(episode_id)
     if episode is None:
@@ -423,6 +427,8 @@ def play_episode(*, episode_id: int, **loop_options) -> Episode | None:
     if episode.status != Status.PENDING:
         return episode
     loop_options.setdefault("agent", _agent_for(episode))
+    if tool_caller is not None:
+        loop_options.setdefault("tool_runner", episode_tools(episode, call=tool_caller))
     with heartbeat.hold(episode_id):
         return run_episode(episode_id=episode_id, loaded=episode, **loop_options)
 

@@ -712,7 +712,6 @@ def run_episode(
     episode_id: int,
     agent: Agent | None = None,
     tool_runner: Callable[[Any, str, dict], dict] | None = None,
-    tool_caller: Callable[..., dict] | None = None,
     build_messages: Callable[..., list[dict]] | None = None,
     tool_specs: Sequence[dict] | None = None,
     loaded: Episode | None = None,
@@ -732,8 +731,6 @@ def run_episode(
         (``episode_tools``)
         on the instance's recording. A tool that raises is a platform bug: the episode fails
         with error kind ``tool_bug`` and the exception propagates.
-    tool_caller : callable, optional
-        What makes the platform's tool calls when ``tool_runner`` is not given (``record_tools``).
     build_messages : callable, optional
         ``build_messages(instance, *, tool_specs) -> [system, user]``; defaults to the opening
         messages of the run's prompt set (``benchmark.wording``), which gives every other text too.
@@ -774,7 +771,7 @@ def run_episode(
         loop = _EpisodeLoop(
             episode,
             agent=agent or build_agent(episode.run, instance, record_id=episode.record_id, epoch=episode.epoch),
-            tool_runner=tool_runner or episode_tools(episode, call=tool_caller),
+            tool_runner=tool_runner or episode_tools(episode),
             messages=messages,
             tool_specs=specs,
             wording=wording,
