@@ -2,8 +2,8 @@
 
 ``FakeLLM`` answers from a script, in the order requests arrive, which cannot drive episodes
 that interleave. ``EpisodeLLM`` reads each request instead: while the conversation holds
-fewer than ``tool_calls`` tool results it calls ``get_recording_info`` on the record named
-in the prompt, then it answers with the first class the prompt's output schema lists (T2–T4);
+fewer than ``tool_calls`` tool results it calls the next of ``tools`` (by default
+``get_recording_info``, in turn) on the record named in the prompt, then it answers with the first class the prompt's output schema lists (T2–T4);
 every reply comes after ``delay_sec``.
 ``serve_in_subprocess`` runs it in a process of its own, so that the server does not share
 the interpreter (and its GIL) with the episodes it answers.
@@ -22,10 +22,11 @@ FIRST_CLASS = re.compile(r'"classification": "([^"|]+)')
 
 
 class EpisodeLLM(FakeLLM):
-    def __init__(self, *, tool_calls: int = 1, delay_sec: float = 0.0):
+    def __init__(self, *, tool_calls: int = 1, delay_sec: float = 0.0, tools: tuple[str, ...] = ("get_recording_info",)):
         super().__init__()
         self.tool_calls = tool_calls
         self.delay_sec = delay_sec
+        self.tools = tools
 
     def _next_reply(self, request: dict, headers: dict) -> dict:
         messages = request.get("messages") or []
@@ -40,7 +41,7 @@ class EpisodeLLM(FakeLLM):
         if results < self.tool_calls:
             match = RECORD_ID.search(prompt)
             arguments = {"record_id": match.group(1) if match else "unknown"}
-            action = {"action": "tool_call", "tool_name": "get_recording_info", "arguments": arguments}
+            action = {"action": "tool_call", "tool_name": self.tools[results % len(self.tools)], "arguments": arguments}
         else:
             match = FIRST_CLASS.search(str(messages[1].get("content", "")) if len(messages) > 1 else "")
             label = match.group(1) if match else "clean"

@@ -311,19 +311,23 @@ def shared_database(tmp_path, django_db_setup, django_db_blocker):
         yield
 
 
+def tiny_suite(code: str, count: int):
+    """A suite of ``count`` instances of task ``code``, each a copy of its tiny instance under its own ids."""
+    from benchmark.models import Instance, Release, Suite, Task
+    from tests.conftest import TINY_INSTANCES
+
+    suite = Suite.objects.create(name="tiny", release=Release.objects.create(name="tiny", version="1", source="tests"))
+    task, tiny = Task.objects.get(code=code), TINY_INSTANCES[code]
+    for number in range(count):
+        Instance.objects.create(suite=suite, task=task, record_id=f"rec-{number}", position=number,
+                                **{**tiny, "scenario_id": f"{tiny['scenario_id']}_{number}"})  # fmt: skip
+    return suite
+
+
 @pytest.mark.sqlite_file
 def test_a_sync_run_plays_model_episodes_on_a_thread_pool(shared_database, monkeypatch):
-    from benchmark.models import Task
-    from tests.conftest import TINY_INSTANCES
-    from benchmark.models import Instance, Release, Suite
-
     monkeypatch.setenv("FAKE_LLM_KEY", "sk-test")
-    release = Release.objects.create(name="tiny", version="1", source="tests")
-    suite = Suite.objects.create(name="tiny", release=release)
-    task = Task.objects.get(code="T1")
-    for number in range(4):
-        Instance.objects.create(suite=suite, task=task, record_id=f"rec-{number}", position=number,
-                                **{**TINY_INSTANCES["T1"], "scenario_id": f"c1_knowledge_{number}"})  # fmt: skip
+    suite = tiny_suite("T1", 4)
     with EpisodeLLM(tool_calls=0, delay_sec=0.3) as server:
         run = model_run(suite, server.api_base, limits={"concurrency": 4})
         ended = []
@@ -342,8 +346,6 @@ def test_a_sync_run_on_a_thread_pool_makes_its_tool_calls_in_tool_processes_with
 ):
     from pathlib import Path
 
-    from benchmark.models import Instance, Release, Suite, Task
-    from tests.conftest import TINY_INSTANCES
     from tools_app import call_tool
     from tools_app.processes import ToolProcesses
 
@@ -357,13 +359,9 @@ def test_a_sync_run_on_a_thread_pool_makes_its_tool_calls_in_tool_processes_with
     counted = CountedProcesses(2)
     monkeypatch.setattr(execution, "shared_tool_processes", lambda: counted)
     monkeypatch.setenv("FAKE_LLM_KEY", "sk-test")
-    release = Release.objects.create(name="tiny", version="1", source="tests")
-    suite = Suite.objects.create(name="tiny", release=release)
-    task = Task.objects.get(code="T3")
-    for number in range(3):
-        Instance.objects.create(suite=suite, task=task, record_id=f"rec-{number}", position=number,
-                                **{**TINY_INSTANCES["T3"], "scenario_id": f"c3_routine_bonn_S00{number}"})  # fmt: skip
-    with EpisodeLLM(tool_calls=2) as server:
+    suite = tiny_suite("T3", 3)
+    # A header tool, answered in this process, then one that reads samples, made in a tool process.
+    with EpisodeLLM(tool_calls=2, tools=("get_recording_info", "compute_temporal_features")) as server:
         run = model_run(suite, server.api_base, tasks=("T3",), limits={"concurrency": 3})
         try:
             execution.run_sync(run_id=run.pk, concurrency=3)
@@ -371,7 +369,7 @@ def test_a_sync_run_on_a_thread_pool_makes_its_tool_calls_in_tool_processes_with
             counted.close()
 
     steps = list(Step.objects.filter(episode__run=run, kind=Step.Kind.TOOL_CALL).select_related("episode__instance"))
-    assert len(steps) == 6 and made == ["get_recording_info"] * 6
+    assert len(steps) == 6 and sorted(made) == ["compute_temporal_features"] * 3 + ["get_recording_info"] * 3
     for step in steps:
         instance, record_id = step.episode.instance, step.episode.record_id
         here = call_tool(Path("tests") / instance.recording_path, step.tool_name, step.arguments, record_id=record_id,
