@@ -169,7 +169,7 @@ class ModelServer:
 
     def cpu_sec(self) -> float:
         """The processor time the server has used so far (it stands in for a remote provider's), seconds."""
-        return tree_cpu_sec([self._process])
+        return tree_cpu_sec([self._process.pid])
 
     def __exit__(self, *exc):
         self._parent.send("stop")
@@ -409,7 +409,7 @@ def default_transport(suite, database: Path, episodes: int) -> dict:
         with ForkedChildren(others=[server.pid, reader.pid]) as tool_processes:
             execution.run_sync(run_id=run.pk, concurrency=episodes)
         wall, cpu = time.perf_counter() - started, time.process_time() - cpu_started
-        tools_cpu = tree_cpu_sec(tool_processes.seen())  # run_sync's tool processes, forked for this run
+        tools_cpu = tree_cpu_sec(tool_processes.pids)  # run_sync's tool processes, forked for this run
         server_cpu = server.cpu_sec() - server_started
         reads = json.loads(reader.communicate(timeout=600)[0].strip().splitlines()[-1])
     check_played(run)
@@ -438,12 +438,6 @@ class ForkedChildren:
                 if parent == me and stat.parent.name not in self.others:
                     self.pids.add(int(stat.parent.name))
                     self.peak_rss_mb = max(self.peak_rss_mb, peak_rss_mb(stat.parent.name))
-
-    def seen(self) -> list:
-        """The children seen, as objects with a ``pid`` (what :func:`tree_cpu_sec` takes)."""
-        from types import SimpleNamespace
-
-        return [SimpleNamespace(pid=pid) for pid in sorted(self.pids)]
 
     def __enter__(self) -> "ForkedChildren":
         self._thread.start()
@@ -491,7 +485,8 @@ def two_workers(suite, database: Path, episodes: int, workdir: Path, redis_url: 
                 if time.monotonic() > deadline:
                     raise SystemExit("the qclusters did not start:\n" + (workdir / "qcluster-0.log").read_text())
                 time.sleep(0.2)
-            started, cpu_started, server_started = time.perf_counter(), tree_cpu_sec(clusters), server.cpu_sec()
+            cluster_pids = [process.pid for process in clusters]
+            started, cpu_started, server_started = time.perf_counter(), tree_cpu_sec(cluster_pids), server.cpu_sec()
             execution.queue_run(run_id=run.pk)
             peak = 0.0
             while Episode.objects.filter(run=run).exclude(status__in=FINISHED).exists():
@@ -499,7 +494,7 @@ def two_workers(suite, database: Path, episodes: int, workdir: Path, redis_url: 
                 if time.perf_counter() - started > 1200:
                     raise SystemExit("the two workers did not finish within 20 minutes")
                 time.sleep(0.25)
-            wall, cpu = time.perf_counter() - started, tree_cpu_sec(clusters) - cpu_started
+            wall, cpu = time.perf_counter() - started, tree_cpu_sec(cluster_pids) - cpu_started
             server_cpu = server.cpu_sec() - server_started
     finally:
         for process in clusters:
@@ -515,8 +510,8 @@ def two_workers(suite, database: Path, episodes: int, workdir: Path, redis_url: 
             **played_figures(run)}
 
 
-def tree_cpu_sec(processes) -> float:
-    """Processor time used so far by ``processes`` and all their descendants (a cluster's sentinel and workers), seconds."""
+def tree_cpu_sec(pids) -> float:
+    """Processor time used so far by processes ``pids`` and all their descendants (a cluster's sentinel and workers), seconds."""
     parents, ticks = {}, {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
@@ -525,7 +520,7 @@ def tree_cpu_sec(processes) -> float:
             continue
         parents[stat.parent.name] = fields[1]
         ticks[stat.parent.name] = int(fields[11]) + int(fields[12])  # utime, stime (clock ticks)
-    tree = {str(process.pid) for process in processes}
+    tree = {str(pid) for pid in pids}
     grown = True
     while grown:  # the cluster forks a sentinel, which forks the workers
         found = {pid for pid, parent in parents.items() if parent in tree} - tree
