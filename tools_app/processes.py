@@ -65,8 +65,10 @@ class ToolProcesses:
         self._children: list[_Child] = []
         for _ in range(max(1, processes or os.cpu_count() or 1)):
             ours, theirs = context.Pipe()
-            inherited = [child.connection for child in self._children]  # the earlier processes' pipes
-            process = context.Process(target=_serve, args=(theirs, inherited), daemon=True, name="tool-process")
+            # This process's ends of the pipes, its own included: a forked process holds a copy of
+            # each, and must close them to see its pipe close when this process dies.
+            creators_ends = [child.connection for child in self._children] + [ours]
+            process = context.Process(target=_serve, args=(theirs, creators_ends), daemon=True, name="tool-process")
             process.start()
             theirs.close()
             self._children.append(_Child(process, ours))
@@ -157,14 +159,14 @@ def shared_tool_processes() -> ToolProcesses:
         return _shared
 
 
-def _serve(connection: Connection, inherited: list[Connection]) -> None:
+def _serve(connection: Connection, creators_ends: list[Connection]) -> None:
     """A tool process: answer calls until asked to end or the creating process has gone."""
     from tools_app import call_tool
     from tools_app.recording import warm_statistics
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the creating process's to handle: it ends us
-    for other in inherited:  # else an earlier process would not see its pipe close if the creator died
-        other.close()
+    for end in creators_ends:  # else no pipe would close when the creator dies, and we would wait forever
+        end.close()
     while True:
         try:
             request = connection.recv()

@@ -79,6 +79,43 @@ def test_a_tool_process_that_ended_is_reported_as_lost_and_closing_ends_the_othe
     assert not any(os.path.exists(f"/proc/{pid}") for pid in pids)
 
 
+def test_tool_processes_end_when_the_process_that_made_them_is_killed(recording):
+    import time
+
+    reader, writer = os.pipe()
+    creator = os.fork()
+    if creator == 0:  # a worker that makes tool processes and is then killed (out of memory, SIGKILL)
+        try:
+            os.close(reader)
+            pool = ToolProcesses(2)
+            pool.call(recording, "compute_temporal_features", {"record_id": "r"}, record_id="r")
+            os.write(writer, (" ".join(map(str, pool.pids())) + "\n").encode())
+            time.sleep(60)
+        finally:
+            os._exit(0)
+    os.close(writer)
+    with os.fdopen(reader) as pipe:  # one line: the tool processes hold the writing end too
+        pids = [int(pid) for pid in pipe.readline().split()]
+    os.kill(creator, signal.SIGKILL)
+    os.waitpid(creator, 0)
+    deadline = time.monotonic() + 10
+    while any(_running(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    left = [pid for pid in pids if _running(pid)]
+    for pid in left:  # they hold pytest's output: left running, they would keep its reader waiting
+        os.kill(pid, signal.SIGKILL)
+    assert len(pids) == 2 and not left
+
+
+def _running(pid: int) -> bool:
+    """Whether process ``pid`` is there and not a zombie (orphans are reaped by init, not by us)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
 def test_a_process_keeps_its_shared_tool_processes_for_later_runs_and_replaces_them_when_one_ends(recording):
     shared = shared_tool_processes()
     assert shared_tool_processes() is shared and shared.alive()
