@@ -480,10 +480,12 @@ def look_after_run(*, run_id: int, stale=None) -> LookedAfter:
 
 
 def _send_tasks(run_id: int, episode_ids: list[int]) -> None:
+    from django_q.brokers import get_broker
     from django_q.tasks import async_task
 
+    broker = get_broker()  # one connection for the whole batch (async_task opens one per task by default)
     for episode_id in episode_ids:
-        async_task(TASK_FUNCTION, episode_id, group=f"run-{run_id}")
+        async_task(TASK_FUNCTION, episode_id, group=f"run-{run_id}", broker=broker)
 
 
 @transaction.atomic

@@ -188,6 +188,26 @@ def test_release_keeps_at_most_the_runs_concurrency_in_flight(random_run, django
     assert Episode.objects.get(pk=third.pk).queued_at is not None
 
 
+@pytest.mark.django_db
+def test_a_runs_queue_tasks_go_out_through_one_broker_connection(random_run, django_capture_on_commit_callbacks,
+                                                                 monkeypatch):  # fmt: skip
+    import django_q.brokers
+    import django_q.tasks
+
+    made = []
+    real = django_q.brokers.get_broker
+
+    def counting(*args, **kwargs):
+        made.append(real(*args, **kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(django_q.brokers, "get_broker", counting)
+    monkeypatch.setattr(django_q.tasks, "get_broker", counting)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert len(execution.queue_run(run_id=random_run.pk)) == 3
+    assert OrmQ.objects.count() == 3 and len(made) == 1
+
+
 # ── cancel, resume, finish ───────────────────────────────────────────────────────────────────
 
 
