@@ -10,7 +10,7 @@
    model server in its own process that answers every request after 200 ms: a few
    ``get_recording_info`` calls, then the answer. The model is ``openai/fake-model`` at an
    ``api_base``, a self-hosted model, so its calls go out directly over HTTP (the default,
-   ``runs.openai_http``); the same run through litellm (``--transport litellm``) and with the
+   ``runs.model.openai_http``); the same run through litellm (``--transport litellm``) and with the
    model call replaced by a 200-ms sleep in process (no HTTP: the harness alone) are shown
    beside it. The ideal wall time is the model latency alone, (tool calls + 1) × 200 ms; the
    figure is ideal / measured. Each path is played once unmeasured at full size (imports,
@@ -158,7 +158,7 @@ class SleepingModel:
         self.pricing = Pricing.free()
 
     def respond(self, messages, *, tools=None):
-        from runs.agents import Reply
+        from runs.model.reply import Reply
         from runs.cost import TokenUsage
         from runs.protocol import TOOL_RESULT_PREFIX
         from tests.runs.episode_server import FIRST_CLASS, RECORD_ID
@@ -223,7 +223,7 @@ def play_concurrently(run, *, episodes: int, model_stand_in=None) -> tuple[float
 
 
 def bench_throughput(suite, *, episodes: int, tool_calls: int, latency: float, repeats: int) -> dict:
-    from runs.agents import choose_transport
+    from runs.model.routing import choose_transport
     from runs.execution import model_spec_for
     from tests.runs.episode_server import serve_in_subprocess
 

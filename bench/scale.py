@@ -112,7 +112,7 @@ def hour_script(record_id: str) -> list[tuple[str, dict]]:
 
 def session(record_id: str, plan: dict) -> tuple[list[tuple[str, dict]], dict]:
     """The tool calls and the final answer of one episode, from its plan (``{"task", ...}``)."""
-    from runs.agents import hypnogram_answer
+    from runs.baselines.common import hypnogram_answer
 
     if plan["task"] == "T6":
         return night_script(record_id, plan["hours"]), hypnogram_answer(["N2"] * plan["n_epochs"])

@@ -262,7 +262,7 @@ if EEGAB_HEARTBEAT_SEC >= EEGAB_EPISODE_LEASE_SEC:
     )
 EEGAB_MAX_EPISODE_ATTEMPTS = env_int("EEGAB_MAX_EPISODE_ATTEMPTS", 3, minimum=1)
 # Provider errors (timeouts, 429, 5xx) are retried this many times, waiting base * 2^k seconds
-# (at most the maximum) between attempts, in the one retry layer (runs.agents.ModelAgent).
+# (at most the maximum) between attempts, in the one retry layer (runs.model.agent.ModelAgent).
 EEGAB_PROVIDER_RETRIES = env_int("EEGAB_PROVIDER_RETRIES", 5, minimum=0)
 EEGAB_RETRY_BASE_DELAY_SEC = env_number("EEGAB_RETRY_BASE_DELAY_SEC", 2.0)
 EEGAB_RETRY_MAX_DELAY_SEC = env_number("EEGAB_RETRY_MAX_DELAY_SEC", 120.0)

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from benchmark.wording import OFFICIAL
 from leaderboard.published import PAPER_BOARD
 from runs.agents import is_baseline
-from runs.models import PAPER_MAX_TOKENS, PAPER_PROTOCOL, PAPER_TEMPERATURE, Run
+from runs.model.agent import PAPER_MAX_TOKENS, PAPER_PROTOCOL, PAPER_TEMPERATURE
+from runs.models import Run
 
 COMPARABLE = "comparable with the paper"
 

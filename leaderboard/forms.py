@@ -5,8 +5,9 @@ from django.core.validators import RegexValidator
 from benchmark.models import ModelSpec, Suite, Task
 from benchmark.scoring import TASK_IDS
 from benchmark.wording import INSTALL_COMMAND, OFFICIAL, PLATFORM, default_prompt_set, official_available
-from runs.agents import check_api_base, check_key_env
-from runs.models import MAX_EPOCHS, PAPER_MAX_TOKENS, PAPER_PROTOCOL, PAPER_TEMPERATURE, Status
+from runs.model.routing import check_api_base, check_key_env
+from runs.model.agent import PAPER_MAX_TOKENS, PAPER_PROTOCOL, PAPER_TEMPERATURE
+from runs.models import MAX_EPOCHS, Status
 
 ENV_NAME = RegexValidator(
     r"^[A-Za-z_][A-Za-z0-9_]*$", "Give the name of the environment variable that holds the key, not the key."

@@ -16,8 +16,8 @@ engine of ``runs.loop``, one request per turn:
   the episode's lease (``heartbeat_at``). Different episodes of a run run concurrently.
 - An episode that ends is scored with the official scorer; the run ends (``finish_run``) once
   none of its episodes is pending or running, and its leaderboard summary is refreshed
-  (``leaderboard.services.episodes_ended``: at most every few seconds while the run plays, and
-  always once it has ended).
+  (``runs.signals.episodes_ended``, which the leaderboard coalesces: at most every few seconds
+  while the run plays, and always once it has ended).
 - A person plays the same way from the site's play pages (``leaderboard.play``): their runs are
   external runs of a ``human/<username>`` spec (family ``human``), and their episodes are never
   ended for idleness, so a player can stop and come back.
@@ -36,7 +36,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from benchmark.models import ModelSpec, Suite
-from runs import protocol, statements
+from runs import db, protocol
 from runs.cost import Pricing
 from runs.loop import (
     EpisodeLimits,
@@ -55,6 +55,7 @@ from runs.loop import (
 from runs.models import EnvironmentToken, Episode, Run, Status, Step, default_decoding_settings
 from runs.redaction import public_error
 from runs.services import append_step, create_run
+from runs.signals import episodes_ended
 
 EXTERNAL_FAMILY = "external"
 HUMAN_FAMILY = "human"
@@ -351,7 +352,7 @@ def take_action(*, episode: Episode, action: dict) -> ActionResult:
     except ToolBug as exc:
         append_step(episode=episode, kind=Step.Kind.ERROR, error=traceback.format_exc())
         outcome = Outcome(Status.FAILED, error_kind=Episode.ErrorKind.TOOL_BUG, error_message=str(exc))
-    except statements.EpisodeLost:
+    except db.EpisodeLost:
         raise Conflict(f"Episode {episode_id} ended or was restarted while this action was under way.") from None
     if outcome is not None:
         _finish(loop, episode, outcome)
@@ -415,7 +416,7 @@ def end_idle_episodes(*, run_id: int | None = None, now=None) -> int:
         message = f"abandoned: no action for {settings.EEGAB_ENV_IDLE_SEC:g} s"
         try:
             loop.record(Step.Kind.ERROR, error=message)
-        except statements.EpisodeLost:
+        except db.EpisodeLost:
             continue  # an action or a reset got there first
         outcome = Outcome(Status.COMPLETED, Episode.EndedBy.ABANDONED, prediction={}, error_message=message)
         if _finish(loop, episode, outcome):
@@ -425,8 +426,7 @@ def end_idle_episodes(*, run_id: int | None = None, now=None) -> int:
 
 
 def _finish_run_if_done(run_id: int) -> None:
-    from leaderboard.services import episodes_ended
     from runs.execution import finish_run
 
     finish_run(run_id=run_id)
-    episodes_ended(run_id=run_id)
+    episodes_ended.send(sender=Run, run_id=run_id)

@@ -21,16 +21,16 @@ Execution model
   episode of a run. A retried attempt replaces the earlier one (its steps are deleted,
   ``runs.services.reset_episode_for_retry``); it is never appended. A worker that was only
   stalled, not killed, writes nothing once it wakes: every step and counter it stores is
-  conditional on the episode still running as its attempt (``runs.statements``), and the
+  conditional on the episode still running as its attempt (``runs.db``), and the
   first refused write ends its loop.
-- Provider errors are retried in one layer only (``runs.agents.ModelAgent``); what is left
+- Provider errors are retried in one layer only (``runs.model.agent.ModelAgent``); what is left
   is an infrastructure failure: the episode fails, is not scored and can be resumed.
 - A run moves pending → running when its first episode is claimed (the loop), and ends
   (``finish_run``) once no episode is pending or running: cancelled if it was cancelled,
   failed if an episode failed, otherwise completed.
 - The run's leaderboard summary is refreshed here, never by a page: after each episode a task
   plays, after each episode of ``run_sync`` and once it ends, and after a cancel, a resume or a
-  rescore (``leaderboard.services.episodes_ended``, which coalesces them).
+  rescore (``runs.signals.episodes_ended``; the leaderboard coalesces them).
 
 Rate limits: ``Run.limits["requests_per_minute"]`` and ``["tokens_per_minute"]`` hold each
 model call back until the run's last 60 seconds of calls (its stored steps, plus the calls in
@@ -46,7 +46,7 @@ import os
 import threading
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -63,18 +63,21 @@ from django.utils import timezone
 from benchmark.models import ModelSpec
 from benchmark.scoring import TASK_IDS, score_task
 from benchmark.scoring import overall as official_overall
-from leaderboard.services import episodes_ended, overall_over_epochs, refresh_run_summary
-from runs import openai_http
-from runs.agents import BASELINES, build_agent, is_baseline, preload_litellm
+from leaderboard.services import overall_over_epochs, refresh_run_summary
+from runs import db
+from runs.agents import BASELINES, build_agent, is_baseline
 from runs.loop import end_at_cap, episode_tools, load_episode, run_episode, score_prediction, scoring_item
-from runs.models import TOKEN_FIELDS, Episode, Run, Status, Step
+from runs.model import openai_http
+from runs.model.litellm_transport import preload_litellm
+from runs.model.rate_limit import RateLimitedAgent, RateLimits
+from runs.models import TOKEN_FIELDS, Episode, Run, Status
 from runs.services import reset_episode_for_retry
+from runs.signals import episodes_ended
 from tools_app.processes import ToolProcesses, shared_tool_processes
 
 logger = logging.getLogger(__name__)
 
 TASK_FUNCTION = "runs.tasks.run_episode_task"
-RATE_WINDOW_SEC = 60.0
 FINISHED = (Status.COMPLETED, Status.FAILED, Status.CANCELLED)
 
 
@@ -188,148 +191,6 @@ def recover_stale_episode(*, episode_id: int) -> bool:
         return True
     reset_episode_for_retry(episode=episode)
     return True
-
-
-# ── rate limits ──────────────────────────────────────────────────────────────────────────────
-
-
-@dataclass(frozen=True)
-class RateLimits:
-    """A run's model-call limits per minute; None is unlimited."""
-
-    requests_per_minute: int | None = None
-    tokens_per_minute: int | None = None
-
-    @classmethod
-    def of(cls, run: Run) -> RateLimits:
-        limits = run.limits or {}
-        rpm, tpm = limits.get("requests_per_minute"), limits.get("tokens_per_minute")
-        return cls(None if rpm is None else int(rpm), None if tpm is None else int(tpm))
-
-    @property
-    def active(self) -> bool:
-        return self.requests_per_minute is not None or self.tokens_per_minute is not None
-
-
-def rate_limit_wait(
-    calls: Iterable[tuple[float, int]], *, now: float, limits: RateLimits, in_flight: int = 0
-) -> float:
-    """Seconds to wait before the next call so that the last minute stays within ``limits``.
-
-    Parameters
-    ----------
-    calls : iterable of (time, tokens)
-        The calls of the last ``RATE_WINDOW_SEC`` seconds: when each ended (seconds, any
-        epoch) and its prompt plus completion tokens.
-    now : float
-        The current time on the same clock.
-    limits : RateLimits
-    in_flight : int
-        Calls already under way, which count as requests with no tokens yet.
-
-    Returns
-    -------
-    float
-        0 when the call may go now.
-    """
-    window = sorted((t, tokens) for t, tokens in calls if t > now - RATE_WINDOW_SEC)
-    wait = 0.0
-    rpm = limits.requests_per_minute
-    excess = 0 if rpm is None else len(window) + in_flight + 1 - rpm
-    if excess > 0:
-        # The call may go once the oldest ``excess`` calls have left the window; calls in
-        # flight cannot leave it before they end.
-        wait = window[excess - 1][0] + RATE_WINDOW_SEC - now if excess <= len(window) else RATE_WINDOW_SEC
-    tpm = limits.tokens_per_minute
-    if tpm is not None:
-        used = sum(tokens for _, tokens in window)
-        for t, tokens in window:
-            if used < tpm:
-                break
-            used -= tokens
-            wait = max(wait, t + RATE_WINDOW_SEC - now)
-    return max(wait, 0.0)
-
-
-def _recent_calls(run_id: int) -> list[tuple[float, int]]:
-    since = timezone.now() - timedelta(seconds=RATE_WINDOW_SEC)
-    rows = (
-        Step.objects.filter(episode__run_id=run_id, created_at__gte=since)
-        .filter(Q(kind=Step.Kind.AGENT_MESSAGE) | Q(kind=Step.Kind.ERROR, result__reason="provider_attempt"))
-        .values_list("created_at", "prompt_tokens", "completion_tokens")
-    )
-    return [(created.timestamp(), (prompt or 0) + (completion or 0)) for created, prompt, completion in rows]
-
-
-class _CallsInFlight:
-    """Model calls under way in this process, per run."""
-
-    def __init__(self):
-        self._lock = threading.Lock()
-        self._count: Counter[int] = Counter()
-
-    def __getitem__(self, run_id: int) -> int:
-        with self._lock:
-            return self._count[run_id]
-
-    @contextmanager
-    def call(self, run_id: int):
-        with self._lock:
-            self._count[run_id] += 1
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._count[run_id] -= 1
-
-
-_in_flight = _CallsInFlight()
-
-
-class RateLimitedAgent:
-    """An agent that waits before each model call while its run is at a per-minute limit.
-
-    The wrapped agent is built on first use, inside the episode loop, so that a model that
-    cannot be built fails its episode like any other error of the loop.
-    """
-
-    def __init__(self, build: Callable[[], Any], *, run_id: int, limits: RateLimits, sleep=time.sleep):
-        self._build = build
-        self._agent = None
-        self.run_id = run_id
-        self.limits = limits
-        self.sleep = sleep
-
-    @property
-    def agent(self):
-        if self._agent is None:
-            self._agent = self._build()
-        return self._agent
-
-    @property
-    def protocol(self) -> str:
-        return self.agent.protocol
-
-    @property
-    def pricing(self):
-        return self.agent.pricing
-
-    def wait_for_room(self) -> None:
-        while True:
-            wait = rate_limit_wait(
-                _recent_calls(self.run_id),
-                now=timezone.now().timestamp(),
-                limits=self.limits,
-                in_flight=_in_flight[self.run_id],
-            )
-            if wait <= 0:
-                return
-            self.sleep(min(wait, 1.0))
-
-    def respond(self, messages, *, tools=None):
-        self.wait_for_room()
-        with _in_flight.call(self.run_id):
-            return self.agent.respond(messages, tools=tools)
 
 
 def _agent_for(episode: Episode):
@@ -475,7 +336,7 @@ def look_after_run(*, run_id: int, stale=None) -> LookedAfter:
     recovered = sum(recover_stale_episode(episode_id=stale_id) for stale_id in stale.values_list("id", flat=True))
     released = len(release_episodes(run_id=run_id))
     finished = finish_run(run_id=run_id).status in FINISHED
-    episodes_ended(run_id=run_id)
+    episodes_ended.send(sender=Run, run_id=run_id)
     return LookedAfter(recovered=recovered, released=released, finished=finished)
 
 
@@ -553,7 +414,7 @@ def run_sync(
                 episode, error = play_episode(episode_id=episode_id), None
             except Exception as exc:
                 episode, error = Episode.objects.filter(pk=episode_id).first(), exc
-            episodes_ended(run_id=run_id)
+            episodes_ended.send(sender=Run, run_id=run_id)
             on_episode(episode, error)
     else:
         tools = shared_tool_processes()
@@ -562,10 +423,10 @@ def run_sync(
             for future in as_completed(futures):
                 error = future.exception()
                 episode = future.result() if error is None else Episode.objects.filter(pk=futures[future]).first()
-                episodes_ended(run_id=run_id)
+                episodes_ended.send(sender=Run, run_id=run_id)
                 on_episode(episode, error)
     run = finish_run(run_id=run_id)
-    episodes_ended(run_id=run_id)
+    episodes_ended.send(sender=Run, run_id=run_id)
     return run
 
 
@@ -587,7 +448,7 @@ def finish_run(*, run_id: int) -> Run:
         run.status = Status.FAILED if progress[Status.FAILED] else Status.COMPLETED
     run.finished_at = run.finished_at or timezone.now()
     run.save(update_fields=["status", "finished_at"])
-    run.refresh_totals()
+    db.refresh_totals(run)
     return run
 
 
@@ -603,7 +464,7 @@ def cancel_run(*, run_id: int) -> Run:
     run.episodes.filter(Q(status=Status.PENDING) | Q(pk__in=stale)).update(
         status=Status.CANCELLED, ended_by=Episode.EndedBy.CANCELLED, finished_at=timezone.now()
     )
-    transaction.on_commit(lambda: episodes_ended(run_id=run_id))
+    transaction.on_commit(lambda: episodes_ended.send(sender=Run, run_id=run_id))
     return finish_run(run_id=run_id)
 
 
@@ -636,7 +497,7 @@ def resume_run(*, run_id: int) -> Resumed:
         reset_episode_for_retry(episode=episode)
         reset += 1
     run.episodes.filter(status=Status.PENDING).update(queued_at=None)
-    transaction.on_commit(lambda: episodes_ended(run_id=run_id))
+    transaction.on_commit(lambda: episodes_ended.send(sender=Run, run_id=run_id))
     progress = run.progress()
     if progress[Status.PENDING] or progress[Status.RUNNING]:
         run.status = Status.RUNNING if run.started_at else Status.PENDING
@@ -659,7 +520,7 @@ def rescore_run(*, run_id: int) -> int:
     for episode in episodes:
         episode.scores = score_prediction(episode.instance, episode.prediction)
     Episode.objects.bulk_update(episodes, ["scores"], batch_size=500)
-    transaction.on_commit(lambda: refresh_run_summary(Run.objects.get(pk=run_id), force=True))
+    transaction.on_commit(lambda: episodes_ended.send(sender=Run, run_id=run_id, rescored=True))
     return len(episodes)
 
 

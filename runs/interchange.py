@@ -60,7 +60,7 @@ from benchmark.scoring.classification import REFERENCE_CLASSES
 from benchmark.scoring.files import ScoringInputError, iter_jsonl, read_predictions
 from benchmark.wording import OFFICIAL, PLATFORM, PROMPT_SETS, Wording, default_prompt_set
 from benchmark.wording import prompt_set as prompt_set_wording
-from runs import protocol
+from runs import db, protocol
 from runs.agents import is_baseline
 from runs.cost import Pricing, TokenUsage, total_cost
 from runs.execution import json_safe, task_summaries
@@ -751,5 +751,5 @@ def import_official_run(*, path: str | Path, suite: Suite, model: ModelSpec, nam
     run.started_at = min(starts) if starts else None
     run.finished_at = max(ends) if ends else timezone.now()
     run.save(update_fields=["status", "started_at", "finished_at"])
-    run.refresh_totals()
+    db.refresh_totals(run)
     return run

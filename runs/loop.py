@@ -54,9 +54,10 @@ from benchmark.models import Release
 from benchmark.wording import PromptSetUnavailable, Wording, prompt_set
 from benchmark.scoring import ScoringItem, score_task
 from benchmark.scoring.files import epoch_count
-from runs import protocol, statements
-from runs.agents import Agent, FailedAttempt, ProviderError, build_agent
+from runs import db, protocol
+from runs.agents import build_agent
 from runs.cost import TokenUsage, total_cost
+from runs.model.reply import Agent, FailedAttempt, ProviderError
 from runs.models import TOKEN_FIELDS, Episode, Run, Status, Step
 from runs.services import append_step
 
@@ -206,7 +207,7 @@ EPISODE_RELATED = ("run__model", "instance__task", "instance__suite__release")
 EPISODE_DEFERRED = tuple(Release.unread("instance__suite__release"))
 
 
-_episode_for_loop = statements.PreparedGet(
+_episode_for_loop = db.PreparedGet(
     lambda: Episode.objects.select_related(*EPISODE_RELATED).defer(*EPISODE_DEFERRED)
 )
 
@@ -354,7 +355,7 @@ class _EpisodeLoop:
     def record(self, kind: str, **fields) -> Step:
         """Append a step, add its messages to the conversation, and count its tokens and cost."""
         step = Step(episode_id=self.episode.pk, index=self.n_steps, kind=kind, **fields)
-        statements.insert_step(step, attempt=self.attempt)
+        db.insert_step(step, attempt=self.attempt)
         self.n_steps += 1
         self.history.extend(step_messages(step, native=self.native))
         for name in TOKEN_FIELDS:
@@ -378,8 +379,8 @@ class _EpisodeLoop:
     def save_progress(self) -> None:
         """Store the counters so far; raise EpisodeLost if the episode no longer runs as this attempt."""
         values = self.usage_fields()
-        changed = statements.update_episode(self.episode.pk, values, status=Status.RUNNING, attempt=self.attempt)
-        statements.still_running(changed, self.episode.pk, self.attempt)
+        changed = db.update_episode(self.episode.pk, values, status=Status.RUNNING, attempt=self.attempt)
+        db.still_running(changed, self.episode.pk, self.attempt)
 
     def record_attempts(self, attempts: Sequence[FailedAttempt]) -> None:
         for number, attempt in enumerate(attempts, start=1):
@@ -495,7 +496,7 @@ class _EpisodeLoop:
         return protocol.parse_text_action(reply.content, id_prefix=prefix)
 
     def stop_requested(self) -> Outcome | None:
-        if statements.is_cancelled(self.episode.pk):
+        if db.is_cancelled(self.episode.pk):
             self.record(Kind.ERROR, error="the run was cancelled")
             return Outcome(Status.CANCELLED, EndedBy.CANCELLED)
         cap = self.limits.cap_reached(
@@ -669,11 +670,11 @@ def _finish(loop: _EpisodeLoop | None, episode: Episode, outcome: Outcome) -> bo
         **(loop.usage_fields() if loop is not None else {}),
     }
     # One statement, and only while the episode is still ours.
-    stored = statements.update_episode(episode.pk, values, status=Status.RUNNING, attempt=episode.attempt) == 1
+    stored = db.update_episode(episode.pk, values, status=Status.RUNNING, attempt=episode.attempt) == 1
     if stored:
         for name, value in values.items():
             setattr(episode, name, value)
-    statements.refresh_run_totals(episode.run_id)
+    db.refresh_run_totals(episode.run_id)
     return stored
 
 
@@ -701,8 +702,8 @@ def end_at_cap(episode: Episode, *, lived_sec: float) -> bool:
         error=f"stopped: {cap}; its worker was lost in a model call or a tool that outlasted the cap",
     )
     try:
-        statements.insert_step(step, attempt=episode.attempt)
-    except statements.EpisodeLost:
+        db.insert_step(step, attempt=episode.attempt)
+    except db.EpisodeLost:
         return False
     return _finish(None, episode, Outcome(Status.COMPLETED, EndedBy.COST_CAP, prediction={}, error_message=cap))
 
@@ -745,7 +746,7 @@ def run_episode(
         The episode as stored at the end.
     """
     now = timezone.now()
-    claimed = statements.update_episode(episode_id, {"status": Status.RUNNING, "started_at": now}, status=Status.PENDING)
+    claimed = db.update_episode(episode_id, {"status": Status.RUNNING, "started_at": now}, status=Status.PENDING)
     if claimed != 1:
         episode = load_episode(episode_id)
         if episode is None:
@@ -779,7 +780,7 @@ def run_episode(
             limits=played_limits(episode),
         )
         stored = _finish(loop, episode, loop.play())
-    except statements.EpisodeLost:
+    except db.EpisodeLost:
         # It stalled past its lease and a newer attempt has it, or it ended: nothing more of ours is written.
         return load_episode(episode_id)
     except Exception as exc:
@@ -790,7 +791,7 @@ def run_episode(
                 append_step(episode=episode, kind=Kind.ERROR, error=details)
             else:
                 loop.record(Kind.ERROR, error=details)
-        except statements.EpisodeLost:
+        except db.EpisodeLost:
             return load_episode(episode_id)
         message = f"{type(exc).__name__}: {exc}"
         _finish(loop, episode, Outcome(Status.FAILED, error_kind=kind, error_message=message))

@@ -11,6 +11,7 @@ from django.db import models
 from django.db.models import Count, Q
 
 from benchmark.models import Instance, ModelSpec, Suite
+from runs.model.agent import PAPER_MAX_TOKENS, PAPER_PROTOCOL, PAPER_TEMPERATURE
 
 
 class Status(models.TextChoices):
@@ -31,12 +32,6 @@ TOKEN_FIELDS = (
     "reasoning_tokens",
 )
 
-
-# What a run must have been made with to be comparable with the paper's published rows: the
-# settings of the official runner's shipped agent configs (configs/agents/*.yaml upstream).
-PAPER_PROTOCOL = "text"
-PAPER_MAX_TOKENS = 8192
-PAPER_TEMPERATURE = 0
 
 # How many times a run may play each instance (``Run.epochs``).
 MAX_EPOCHS = 10
@@ -128,18 +123,6 @@ class Run(Usage):
         """Return the number of this run's episodes in each status, every status present."""
         counts = dict(self.episodes.values_list("status").annotate(n=Count("id")).order_by())
         return {status: counts.get(status, 0) for status in Status.values}
-
-    def refresh_totals(self) -> None:
-        """Recompute token and cost totals from the episodes, save them and read them back.
-
-        The cost is unknown (``None``) as soon as one episode is unpriced: it used tokens without a
-        cost, or it finished without any usage to price (an external agent reports none), so such a
-        run shows "unpriced", never $0.
-        """
-        from runs.statements import refresh_run_totals
-
-        refresh_run_totals(self.pk)
-        self.refresh_from_db(fields=[*TOKEN_FIELDS, "cost_usd"])
 
 
 class Episode(Usage):

@@ -8,9 +8,10 @@ from django.db import transaction
 from benchmark.models import Instance, ModelSpec, Suite
 from benchmark.releases import new_record_id
 from benchmark.wording import check_prompt_set, default_prompt_set
-from runs.agents import check_api_base, check_key_env, check_transport, is_baseline
+from runs.agents import is_baseline
 from runs.cost import kept_litellm_rates
 from runs.limits import check_limits
+from runs.model.routing import check_api_base, check_key_env, check_transport
 from runs.models import MAX_EPOCHS, Episode, Run, Status, Step
 
 

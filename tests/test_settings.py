@@ -170,7 +170,7 @@ def test_env_number_rejects_what_is_not_a_finite_number_in_range(monkeypatch, va
 
 def test_leases_and_retries_come_from_the_environment(monkeypatch):
     from runs import execution
-    from runs.agents import RetryPolicy
+    from runs.model.retry import RetryPolicy
 
     module = load_settings(monkeypatch, EEGAB_EPISODE_LEASE_SEC="40", EEGAB_HEARTBEAT_SEC="2.5",
                            EEGAB_MAX_EPISODE_ATTEMPTS="5", EEGAB_PROVIDER_RETRIES="1")  # fmt: skip

@@ -17,6 +17,7 @@ from django.utils import timezone
 from benchmark.models import Instance, ModelSpec, Release, Suite, Task
 from benchmark.scoring.classification import REFERENCE_CLASSES
 from benchmark.scoring.hypnogram import STAGES
+from runs import db
 from runs.services import episode_record_ids
 from runs.loop import score_prediction
 from runs.models import Episode, Run, Status, Step
@@ -238,5 +239,5 @@ def add_run(
             for step in trajectory_steps(episode, episode.instance.task.code, steps_per_episode, result_chars)
         ]
         Step.objects.bulk_create(steps, batch_size=2000)
-    run.refresh_totals()
+    db.refresh_totals(run)
     return run

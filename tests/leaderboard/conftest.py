@@ -15,6 +15,7 @@ import pytest
 from django.utils import timezone
 
 from benchmark.models import Instance, ModelSpec, Release, Suite, Task
+from runs import db
 from runs.loop import score_prediction
 from runs.models import Episode, Run, Status, Step
 from runs.services import append_step, create_run
@@ -200,7 +201,7 @@ def finished_run(suite: Suite, model: ModelSpec, answers: dict, *, missing=(), f
     Run.objects.filter(pk=run.pk).update(status=Status.FAILED if failed else Status.COMPLETED,
                                          started_at=timezone.now(), finished_at=timezone.now())
     run.refresh_from_db()
-    run.refresh_totals()
+    db.refresh_totals(run)
     return run
 
 

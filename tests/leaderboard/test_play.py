@@ -308,7 +308,7 @@ def test_the_admin_adds_chosen_users_to_players(admin_client, visitor):
 
 def reference_answer(instance) -> dict:
     """The reference of ``instance`` as a final answer of its task (a player who knows the answer)."""
-    from runs.agents import hypnogram_answer
+    from runs.baselines.common import hypnogram_answer
 
     reference, task = instance.reference, instance.task.code
     if task == "T1":

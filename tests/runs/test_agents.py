@@ -6,21 +6,13 @@ from decimal import Decimal
 import pytest
 
 from benchmark.models import ModelSpec
-from runs import openai_http
-from runs.agents import (
-    HeuristicAgent,
-    ModelAgent,
-    ProviderError,
-    RandomAgent,
-    RetryPolicy,
-    T1_FIXED_LETTER,
-    TRANSPORTS,
-    _is_transient,
-    choose_protocol,
-    choose_transport,
-    fitted_max_tokens,
-    windows_per_call,
-)
+from runs.baselines.heuristic import T1_FIXED_LETTER, HeuristicAgent, windows_per_call
+from runs.baselines.random import RandomAgent
+from runs.model import openai_http
+from runs.model.agent import ModelAgent
+from runs.model.reply import ProviderError
+from runs.model.retry import FATAL, RetryPolicy, fitted_max_tokens
+from runs.model.routing import TRANSPORTS, choose_protocol, choose_transport
 from runs.cost import Pricing, TokenUsage, kept_litellm_rates, total_cost
 from runs.protocol import TOOL_RESULT_PREFIX, final_answer_errors, parse_text_action
 from tools_app.views import result_text
@@ -329,7 +321,7 @@ def test_an_ipv6_api_base_without_a_port_reaches_the_default_port(monkeypatch):
 def test_a_redirect_names_where_to_and_is_not_retried():
     with pytest.raises(openai_http.ProviderHTTPError, match="redirects to https://llm.example/v1/chat/completions") as raised:
         openai_http._raise_for_status(308, b"", "Permanent Redirect", "https://llm.example/v1/chat/completions")
-    assert raised.value.status_code == 308 and not _is_transient(raised.value)
+    assert raised.value.status_code == 308 and openai_http.classify(raised.value) == FATAL
 
 
 class _Refusing:

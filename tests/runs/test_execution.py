@@ -9,9 +9,9 @@ from django_q.models import OrmQ
 
 from benchmark.models import ModelSpec
 from runs import execution
-from runs.agents import Reply
+from runs.model.reply import Reply
 from runs.cost import Pricing, TokenUsage
-from runs.execution import RateLimitedAgent, RateLimits, rate_limit_wait
+from runs.model.rate_limit import RateLimitedAgent, RateLimits, in_flight_calls, rate_limit_wait
 from runs.models import Episode, Run, Status, Step
 from runs.services import append_step, create_run
 from runs.tasks import run_episode_task
@@ -450,7 +450,7 @@ def test_calls_in_flight_in_this_process_count_against_the_limit(random_run):
 
     agent = RateLimitedAgent(lambda: ScriptedAgent([T2_ANSWER]), run_id=random_run.pk, limits=RateLimits(1, None),
                              sleep=sleep)  # fmt: skip
-    with execution._in_flight.call(random_run.pk), pytest.raises(TimeoutError):
+    with in_flight_calls.call(random_run.pk), pytest.raises(TimeoutError):
         agent.respond([])
     assert waits == [1.0]
     assert agent.respond([]).content  # once the other call has ended

@@ -9,7 +9,8 @@ import pytest
 from benchmark.models import ModelSpec
 from benchmark.prompts import OFFICIAL_TOOLS
 from benchmark.wording.platform import BUDGET_STUB, INVALID_TEXT_ACTION_NUDGE, SUBMIT_TOOL_NAME, TOOL_BUDGET_NUDGE
-from runs.agents import TRANSPORTS, build_agent
+from runs.agents import build_agent
+from runs.model.routing import TRANSPORTS
 from runs.loop import ToolBug, replay_messages, run_episode
 from runs.models import Episode, Run, Status, Step
 from runs.services import create_run, reset_episode_for_retry

@@ -6,6 +6,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
 from benchmark.models import Instance, ModelSpec, Task
+from runs import db
 from runs.cost import installed_litellm_version
 from runs.models import AppendOnlyError, Episode, Run, Status, Step
 from runs.services import append_step, create_run, reset_episode_for_retry
@@ -191,11 +192,11 @@ def test_refresh_totals_sums_usage_and_reports_unpriced_cost_as_unknown(run):
     episodes = run.episodes
     episodes.filter(instance__task__code="T1").update(prompt_tokens=100, completion_tokens=5, cost_usd=Decimal("0.25"))
     episodes.filter(instance__task__code="T2").update(prompt_tokens=300, completion_tokens=7, cost_usd=Decimal("0.50"))
-    run.refresh_totals()
+    db.refresh_totals(run)
     assert (run.prompt_tokens, run.completion_tokens, run.cost_usd) == (400, 12, Decimal("0.75"))
 
     run.episodes.filter(instance__task__code="T3").update(prompt_tokens=50)
-    run.refresh_totals()
+    db.refresh_totals(run)
     run.refresh_from_db()
     assert (run.prompt_tokens, run.cost_usd) == (450, None)
 
@@ -203,11 +204,11 @@ def test_refresh_totals_sums_usage_and_reports_unpriced_cost_as_unknown(run):
 def test_a_finished_episode_without_usage_or_cost_makes_the_run_unpriced_not_free(run):
     """An external agent reports no tokens: its run is "unpriced", never $0; a free baseline is $0."""
     run.episodes.update(cost_usd=Decimal("0"))
-    run.refresh_totals()
+    db.refresh_totals(run)
     assert run.cost_usd == Decimal("0")
 
     run.episodes.filter(instance__task__code="T1").update(cost_usd=None, status="completed")
-    run.refresh_totals()
+    db.refresh_totals(run)
     assert run.cost_usd is None
 
 

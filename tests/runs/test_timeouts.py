@@ -19,7 +19,7 @@ from django_q.models import OrmQ, Schedule
 from benchmark.models import Instance, ModelSpec, Release, Suite, Task
 from leaderboard.models import RunSummary
 from runs import execution
-from runs.agents import Reply
+from runs.model.reply import Reply
 from runs.cost import Pricing
 from runs.loop import EpisodeLimits, played_limits, run_episode
 from runs.models import Episode, Run, Status, Step

@@ -1,4 +1,4 @@
-"""``manage.py qcluster`` loads what episodes use before its workers fork (``runs.agents.preload_litellm``).
+"""``manage.py qcluster`` loads what episodes use before its workers fork (``runs.model.litellm_transport.preload_litellm``).
 
 Each check runs in a fresh interpreter: what a process has imported is the thing measured.
 """
@@ -19,7 +19,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 import django
 django.setup()
 import litellm
-from runs.agents import _unbuilt_pydantic_models, preload_litellm
+from runs.model.litellm_transport import _unbuilt_pydantic_models, preload_litellm
 from tests.runs.fake_llm import FakeLLM, text
 
 if sys.argv[1] == "preload":

@@ -3,7 +3,8 @@ import pytest
 from django.urls import reverse
 
 from benchmark.models import ModelSpec
-from runs.agents import ModelAgent, ProviderError
+from runs.model.agent import ModelAgent
+from runs.model.reply import ProviderError
 from runs.models import Run
 from runs.services import create_run
 

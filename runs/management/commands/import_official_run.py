@@ -5,10 +5,11 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 from benchmark.models import ModelSpec, Suite
-from leaderboard.services import refresh_run_summary
 from runs.interchange import InterchangeError, import_official_run
 from runs.execution import new_model_spec
 from runs.management.console import report
+from runs.models import Run
+from runs.signals import episodes_ended
 
 
 class Command(BaseCommand):
@@ -38,6 +39,6 @@ class Command(BaseCommand):
                 run = import_official_run(path=path, suite=suite, model=model, name=options["run_name"])
         except (InterchangeError, ValueError) as exc:
             raise CommandError(str(exc)) from None
-        refresh_run_summary(run)  # scored for the leaderboard now, which pages only read
+        episodes_ended.send(sender=Run, run_id=run.pk)  # scored for the leaderboard now, which pages only read
         self.stderr.write(f"Imported {run.episodes.count()} result(s) from {path} as run {run.pk}.")
         report(self, run, as_json=options["json"])

@@ -9,9 +9,10 @@ from benchmark.models import Suite
 from benchmark.scoring import TASK_IDS
 from benchmark.wording import PROMPT_SETS, default_prompt_set
 from runs import execution
-from runs.agents import check_key_env
 from runs.management.console import drive, positive
-from runs.models import MAX_EPOCHS, PAPER_MAX_TOKENS, PAPER_PROTOCOL, PAPER_TEMPERATURE
+from runs.model.routing import check_key_env
+from runs.model.agent import PAPER_MAX_TOKENS, PAPER_PROTOCOL, PAPER_TEMPERATURE
+from runs.models import MAX_EPOCHS
 from runs.services import create_run
 
 DEFAULT_SUITE = "demo"

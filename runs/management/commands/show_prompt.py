@@ -7,7 +7,7 @@ from benchmark.models import Instance
 from benchmark.wording import PROMPT_SETS, default_prompt_set, prompt_set
 from runs.loop import first_request
 from runs.management.commands.run_benchmark import resolve_suite
-from runs.models import PAPER_PROTOCOL
+from runs.model.agent import PAPER_PROTOCOL
 
 
 class Command(BaseCommand):

@@ -4,16 +4,16 @@ A model served by vLLM, Ollama, llama.cpp or SGLang at an ``api_base`` speaks th
 chat-completions format, and for such a server litellm adds nothing to the request or the
 reply but costs several milliseconds of processor time a call (its logging, cost lookup and
 response objects). With dozens of episodes in one process against a fast local server that
-time, not the model, bounds the run; so for these servers (``runs.agents.choose_transport``)
+time, not the model, bounds the run; so for these servers (``runs.model.routing.choose_transport``)
 the request goes out as litellm would send it, over a keep-alive connection of the calling
 thread's own (the standard library's ``http.client``: opening one costs microseconds, where
 an ``httpx`` client costs milliseconds and a client shared by many threads scans its whole
 connection pool at every request).
 
-``complete(request)`` takes the request ``runs.agents.ModelAgent`` builds for litellm and
+``complete(request)`` takes the request ``runs.model.agent.ModelAgent`` builds for litellm and
 returns the reply as parsed JSON. Failures raise exceptions named as litellm's are, with the
-HTTP status in ``status_code``, so that the agent's single retry layer classifies both
-transports alike.
+HTTP status in ``status_code``; ``classify(exc)`` sorts them for the one retry policy
+(``runs.model.retry``) as litellm's are sorted.
 """
 from __future__ import annotations
 
@@ -24,6 +24,8 @@ import ssl
 import threading
 from functools import cache
 from urllib.parse import urlsplit
+
+from runs.model.retry import FATAL, TRANSIENT, status_kind
 
 # Keys of the litellm request that steer the call rather than go into the body.
 CALL_KEYS = frozenset({"model", "api_base", "api_key", "timeout", "num_retries", "max_retries", "drop_params"})
@@ -222,3 +224,11 @@ def complete(request: dict) -> dict:
     if not isinstance(reply, dict):
         raise APIConnectionError(f"The server's reply is not a JSON object: {content[:200]!r}")
     return reply
+
+
+def classify(exc: Exception) -> str:
+    """``CONTEXT``, ``TRANSIENT`` or ``FATAL`` (``runs.model.retry``) for an error ``complete`` raised."""
+    kind = status_kind(exc)
+    if kind is None and isinstance(exc, (APIConnectionError, Timeout)):
+        return TRANSIENT
+    return kind or FATAL

@@ -1,4 +1,6 @@
-"""The statements the episode loop runs for every episode and every turn, as SQL prepared once per database.
+"""Prepared SQL: the one module of runs/ that touches Django's internals (compilers, populators, quoting).
+
+The statements the episode loop runs for every episode and every turn are SQL prepared once per database.
 
 Django's ORM builds and compiles the SQL of a query each time it runs it, which costs more
 processor time than SQLite takes to run these short statements (loading an episode with
@@ -8,7 +10,7 @@ them for every episode and every turn, and a run plays dozens of episodes at onc
 process, so here they are prepared once, from the models' own metadata (tables, columns,
 each field's conversion of its values) or from the ORM's own compilation of the query, and
 only executed afterwards. They read and write exactly what their ORM equivalents do;
-``tests/runs/test_statements.py`` compares them.
+``tests/runs/test_db.py`` compares them.
 """
 from __future__ import annotations
 
@@ -215,7 +217,18 @@ def _totals_update(vendor: str) -> str:
 
 
 def refresh_run_totals(run_id: int) -> None:
-    """``Run.refresh_totals()`` in one statement: the run's tokens and cost summed over its episodes."""
+    """A run's tokens and cost, summed over its episodes and stored, in one statement.
+
+    The cost is unknown (``None``) as soon as one episode is unpriced: it used tokens without a
+    cost, or it finished without any usage to price (an external agent reports none), so such a
+    run shows "unpriced", never $0.
+    """
     connection = connections[_database(Run)]
     with connection.cursor() as cursor:
         cursor.execute(_totals_update(connection.vendor), {"run": run_id, "completed": Status.COMPLETED.value})
+
+
+def refresh_totals(run: Run) -> None:
+    """``refresh_run_totals`` for ``run``, its totals read back into it."""
+    refresh_run_totals(run.pk)
+    run.refresh_from_db(fields=[*TOKEN_FIELDS, "cost_usd"])

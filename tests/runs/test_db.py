@@ -5,7 +5,7 @@ import pytest
 from django.db.models import Q
 from django.utils import timezone
 
-from runs import statements
+from runs import db
 from runs.loop import EPISODE_DEFERRED, EPISODE_RELATED, load_episode
 from runs.models import TOKEN_FIELDS, Episode, Run, Status, Step
 
@@ -39,7 +39,7 @@ STEPS = [
 def test_insert_step_stores_the_row_step_create_stores(episodes, fields):
     through_orm, prepared = episodes[0], episodes[1]
     Step.objects.create(episode=through_orm, index=0, **fields)
-    statements.insert_step(Step(episode_id=prepared.pk, index=0, **fields))
+    db.insert_step(Step(episode_id=prepared.pk, index=0, **fields))
     expected, got = stored_step(through_orm, 0), stored_step(prepared, 0)
     assert abs(got.pop("created_at") - expected.pop("created_at")).total_seconds() < 5
     assert got.pop("episode_id") == prepared.pk and expected.pop("episode_id") == through_orm.pk
@@ -47,9 +47,9 @@ def test_insert_step_stores_the_row_step_create_stores(episodes, fields):
 
 
 def test_insert_step_refuses_an_index_that_is_taken(episodes):
-    statements.insert_step(Step(episode_id=episodes[0].pk, index=0, kind=Step.Kind.PROMPT))
+    db.insert_step(Step(episode_id=episodes[0].pk, index=0, kind=Step.Kind.PROMPT))
     with pytest.raises(Exception, match="(?i)unique"):
-        statements.insert_step(Step(episode_id=episodes[0].pk, index=0, kind=Step.Kind.NUDGE))
+        db.insert_step(Step(episode_id=episodes[0].pk, index=0, kind=Step.Kind.NUDGE))
 
 
 def test_update_episode_writes_what_an_orm_update_writes_and_only_in_the_given_status(episodes):
@@ -59,21 +59,21 @@ def test_update_episode_writes_what_an_orm_update_writes_and_only_in_the_given_s
     Episode.objects.filter(pk=episodes[0].pk).update(status=Status.RUNNING)
     Episode.objects.filter(pk=episodes[1].pk).update(status=Status.RUNNING)
     Episode.objects.filter(pk=episodes[0].pk, status=Status.RUNNING).update(**values)
-    assert statements.update_episode(episodes[1].pk, values, status=Status.RUNNING) == 1
+    assert db.update_episode(episodes[1].pk, values, status=Status.RUNNING) == 1
     expected, got = (Episode.objects.values(*EPISODE_COLUMNS).get(pk=episode.pk) for episode in episodes[:2])
     for row in (expected, got):
         del row["id"], row["instance_id"], row["record_id"]
     assert got == expected
 
-    assert statements.update_episode(episodes[1].pk, {"n_turns": 9}, status=Status.RUNNING) == 0  # completed now
+    assert db.update_episode(episodes[1].pk, {"n_turns": 9}, status=Status.RUNNING) == 0  # completed now
     assert Episode.objects.get(pk=episodes[1].pk).n_turns == 3
 
 
 def test_update_episode_of_an_attempt_writes_only_while_that_attempt_runs(episodes):
     episode = episodes[0]
     Episode.objects.filter(pk=episode.pk).update(status=Status.RUNNING, attempt=2)
-    assert statements.update_episode(episode.pk, {"n_turns": 4}, status=Status.RUNNING, attempt=1) == 0
-    assert statements.update_episode(episode.pk, {"n_turns": 5}, status=Status.RUNNING, attempt=2) == 1
+    assert db.update_episode(episode.pk, {"n_turns": 4}, status=Status.RUNNING, attempt=1) == 0
+    assert db.update_episode(episode.pk, {"n_turns": 5}, status=Status.RUNNING, attempt=2) == 1
     assert Episode.objects.get(pk=episode.pk).n_turns == 5
 
 
@@ -81,8 +81,8 @@ def test_a_step_of_an_attempt_is_stored_only_while_that_attempt_runs(episodes):
     episode = episodes[0]
     Episode.objects.filter(pk=episode.pk).update(status=Status.RUNNING, attempt=2)
     fields = STEPS[2]
-    statements.insert_step(Step(episode_id=episode.pk, index=0, **fields), attempt=2)
-    statements.insert_step(Step(episode_id=episodes[1].pk, index=0, **fields))
+    db.insert_step(Step(episode_id=episode.pk, index=0, **fields), attempt=2)
+    db.insert_step(Step(episode_id=episodes[1].pk, index=0, **fields))
     guarded, plain = stored_step(episode, 0), stored_step(episodes[1], 0)
     assert abs(guarded.pop("created_at") - plain.pop("created_at")).total_seconds() < 5
     assert guarded.pop("episode_id") == episode.pk and plain.pop("episode_id") == episodes[1].pk
@@ -90,26 +90,26 @@ def test_a_step_of_an_attempt_is_stored_only_while_that_attempt_runs(episodes):
 
     for status, attempt in ((Status.RUNNING, 1), (Status.FAILED, 2), (Status.PENDING, 2)):
         Episode.objects.filter(pk=episode.pk).update(status=status)
-        with pytest.raises(statements.EpisodeLost, match=f"Episode {episode.pk} is no longer running as attempt {attempt}"):
-            statements.insert_step(Step(episode_id=episode.pk, index=1, kind=Step.Kind.NUDGE), attempt=attempt)
+        with pytest.raises(db.EpisodeLost, match=f"Episode {episode.pk} is no longer running as attempt {attempt}"):
+            db.insert_step(Step(episode_id=episode.pk, index=1, kind=Step.Kind.NUDGE), attempt=attempt)
         Episode.objects.filter(pk=episode.pk).update(status=Status.RUNNING)
     assert list(Step.objects.filter(episode=episode).values_list("index", flat=True)) == [0]
 
 
 def test_a_claim_is_taken_once(episodes):
     claim = {"status": Status.RUNNING, "started_at": timezone.now()}
-    assert statements.update_episode(episodes[0].pk, claim, status=Status.PENDING) == 1
-    assert statements.update_episode(episodes[0].pk, claim, status=Status.PENDING) == 0
+    assert db.update_episode(episodes[0].pk, claim, status=Status.PENDING) == 1
+    assert db.update_episode(episodes[0].pk, claim, status=Status.PENDING) == 0
 
 
 def test_is_cancelled_sees_the_episode_and_its_run(run, episodes):
     first, second = episodes[0], episodes[1]
-    assert not statements.is_cancelled(first.pk)
+    assert not db.is_cancelled(first.pk)
     Episode.objects.filter(pk=first.pk).update(status=Status.CANCELLED)
-    assert statements.is_cancelled(first.pk) and not statements.is_cancelled(second.pk)
+    assert db.is_cancelled(first.pk) and not db.is_cancelled(second.pk)
     Run.objects.filter(pk=run.pk).update(status=Status.CANCELLED)
-    assert statements.is_cancelled(second.pk)
-    assert not statements.is_cancelled(-1)
+    assert db.is_cancelled(second.pk)
+    assert not db.is_cancelled(-1)
 
 
 def test_load_episode_gives_what_the_queryset_gives_with_the_same_related_objects(episodes):
@@ -131,7 +131,7 @@ def test_load_episode_gives_what_the_queryset_gives_with_the_same_related_object
 
 
 def test_a_prepared_query_with_other_parameters_is_refused(episodes):
-    prepared = statements.PreparedGet(lambda: Episode.objects.filter(Q(status="pending") | Q(n_turns=3)))
+    prepared = db.PreparedGet(lambda: Episode.objects.filter(Q(status="pending") | Q(n_turns=3)))
     with pytest.raises(ValueError, match="no parameter but the key"):
         prepared(episodes[0].pk)
 
@@ -140,7 +140,7 @@ def test_refresh_run_totals_sums_the_episodes_in_one_statement(run, episodes):
     Episode.objects.filter(pk=episodes[0].pk).update(prompt_tokens=100, completion_tokens=5, cache_read_tokens=40,
                                                      reasoning_tokens=3, cost_usd=Decimal("0.25"))  # fmt: skip
     Episode.objects.filter(pk=episodes[1].pk).update(prompt_tokens=300, cache_write_tokens=8, cost_usd=Decimal("0.5"))
-    statements.refresh_run_totals(run.pk)
+    db.refresh_run_totals(run.pk)
     run.refresh_from_db()
     totals = {name: getattr(run, name) for name in TOKEN_FIELDS}
     assert totals == {"prompt_tokens": 400, "completion_tokens": 5, "cache_read_tokens": 40,
@@ -148,13 +148,13 @@ def test_refresh_run_totals_sums_the_episodes_in_one_statement(run, episodes):
     assert run.cost_usd == Decimal("0.75")
 
     Episode.objects.filter(pk=episodes[2].pk).update(prompt_tokens=10)  # tokens without a cost: unpriced
-    statements.refresh_run_totals(run.pk)
+    db.refresh_run_totals(run.pk)
     run.refresh_from_db()
     assert (run.prompt_tokens, run.cost_usd) == (410, None)
 
 
 def test_a_run_without_episodes_costs_nothing(run):
     run.episodes.all().delete()
-    statements.refresh_run_totals(run.pk)
+    db.refresh_run_totals(run.pk)
     run.refresh_from_db()
     assert (run.prompt_tokens, run.cost_usd) == (0, Decimal("0"))
