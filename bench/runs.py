@@ -97,7 +97,7 @@ class TimedAgent:
 def timed_episode(episode) -> tuple[list[float], Timeline]:
     from runs.agents import build_agent
     from runs.execution import play_episode
-    from runs.loop import episode_tools
+    from runs.episode.opening import episode_tools
 
     timeline = Timeline()
     agent = TimedAgent(build_agent(episode.run, episode.instance, record_id=episode.record_id), timeline)

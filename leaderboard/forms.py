@@ -12,7 +12,7 @@ from runs.models import MAX_EPOCHS, Status
 ENV_NAME = RegexValidator(
     r"^[A-Za-z_][A-Za-z0-9_]*$", "Give the name of the environment variable that holds the key, not the key."
 )
-#: Run.limits caps the form offers, with their labels; runs.loop.EpisodeLimits reads them.
+#: Run.limits caps the form offers, with their labels; runs.episode.limits.EpisodeLimits reads them.
 CAPS = {
     "max_turns": "Turns per episode",
     "max_tool_calls": "Tool calls per episode",

@@ -1,7 +1,7 @@
 """The one-feature shortcut audit of a suite: gather each instance's tool outputs, audit, store.
 
 The features are what an agent could see: every tool is run through the episode loop's own tool
-runner (``runs.loop.record_tools``) on the instance's recording, with default arguments, and each
+runner (``runs.episode.opening.record_tools``) on the instance's recording, with default arguments, and each
 tool once per instance (T5/T6: the windowed features, split into calls that fit the output budget).
 The cross-validation itself is pure (``leaderboard.shortcuts``); the result of each task is stored
 as a ``ShortcutAudit`` row, which the task pages and the leaderboard show as a reference.
@@ -20,7 +20,8 @@ from benchmark.scoring.seizure import subject_of
 from leaderboard import shortcuts
 from leaderboard.models import ShortcutAudit
 from leaderboard.services import task_sample
-from runs.loop import allowed_tool_names, record_tools, scoring_item
+from runs.episode.opening import allowed_tool_names, record_tools
+from runs.episode.scoring import scoring_item
 
 WINDOWED = "compute_windowed_features"
 #: The windowed tool's output budget (``tools_app.budget``) is met with this margin when calls are split.

@@ -2,15 +2,15 @@
 
 An external run is an ordinary run (``Run.Source.EXTERNAL``) of a ``ModelSpec`` named after the
 agent (family ``external``), with one ``EnvironmentToken``. Its episodes go through the episode
-engine of ``runs.loop``, one request per turn:
+engine of ``runs.episode.engine``, one request per turn:
 
 - ``start_episode`` claims a pending episode (pending → running, atomically, so two requests
   never get the same one), records its prompt step and returns the system and user prompts,
   the tools the instance allows and its output schema.
 - ``take_action`` plays one turn: the posted action, as JSON text, is read by the official
-  text-protocol parser and carried out by the loop (``_EpisodeLoop.take_turn``): the same
+  text-protocol parser and carried out by the loop (``EpisodeLoop.take_turn``): the same
   tools on the episode's own record, the same budget, limits, repair nudges and step record.
-  Between requests the loop's state is its stored record (``_EpisodeLoop.resume``).
+  Between requests the loop's state is its stored record (``EpisodeLoop.resume``).
 - A turn is claimed by moving ``Episode.n_turns`` on by one while it still has the value read,
   so two actions sent at once on one episode cannot both be played; each action also renews
   the episode's lease (``heartbeat_at``). Different episodes of a run run concurrently.
@@ -38,20 +38,10 @@ from django.utils import timezone
 from benchmark.models import ModelSpec, Suite
 from runs import db, protocol
 from runs.cost import Pricing
-from runs.loop import (
-    EpisodeLimits,
-    Outcome,
-    ToolBug,
-    _EpisodeLoop,
-    _finish,
-    _spec_name,
-    allowed_tool_names,
-    episode_tools,
-    load_episode,
-    opening,
-    run_wording,
-    step_messages,
-)
+from runs.episode.engine import EpisodeLoop, Outcome, ToolBug, finish_episode, load_episode
+from runs.episode.limits import EpisodeLimits
+from runs.episode.opening import allowed_tool_names, episode_tools, opening, run_wording, spec_name
+from runs.episode.transcript import step_messages
 from runs.models import EnvironmentToken, Episode, Run, Status, Step, default_decoding_settings
 from runs.redaction import public_error
 from runs.services import append_step, create_run
@@ -163,7 +153,7 @@ def open_external_run(
 ) -> tuple[Run, str]:
     """Create an external run of ``agent`` on ``suite`` (one pending episode per instance) and its key.
 
-    ``limits`` are the run's caps (``runs.loop.EpisodeLimits``); ``prompt_set`` the wording its agent
+    ``limits`` are the run's caps (``runs.episode.limits.EpisodeLimits``); ``prompt_set`` the wording its agent
     reads (``benchmark.wording``; by default official where the package is installed). The run
     records the official configs' decoding settings, which the agent is advised to use with its
     model. ``human``: ``agent`` is a player's username (``agent_spec``). Returns the run and the key.
@@ -262,14 +252,14 @@ def _offer(episode: Episode, messages: list[dict], specs: list[dict]) -> Episode
     return EpisodeStart(
         episode=episode,
         messages=messages,
-        tools=[spec for spec in specs if _spec_name(spec) in allowed],
+        tools=[spec for spec in specs if spec_name(spec) in allowed],
         output_schema=instance.expected_output_schema or {},
         limits={"max_turns": limits.max_turns, "max_tool_calls": limits.max_tool_calls},
     )
 
 
-def _loop(episode: Episode) -> _EpisodeLoop:
-    return _EpisodeLoop(
+def _loop(episode: Episode) -> EpisodeLoop:
+    return EpisodeLoop(
         episode, agent=ExternalAgent(), tool_runner=episode_tools(episode), messages=[], tool_specs=[],
         wording=run_wording(episode.run),
     )
@@ -355,7 +345,7 @@ def take_action(*, episode: Episode, action: dict) -> ActionResult:
     except db.EpisodeLost:
         raise Conflict(f"Episode {episode_id} ended or was restarted while this action was under way.") from None
     if outcome is not None:
-        _finish(loop, episode, outcome)
+        finish_episode(loop, episode, outcome)
         _finish_run_if_done(episode.run_id)
         episode.refresh_from_db()
         return ActionResult(episode=episode, done=True, status=episode.status)
@@ -419,7 +409,7 @@ def end_idle_episodes(*, run_id: int | None = None, now=None) -> int:
         except db.EpisodeLost:
             continue  # an action or a reset got there first
         outcome = Outcome(Status.COMPLETED, Episode.EndedBy.ABANDONED, prediction={}, error_message=message)
-        if _finish(loop, episode, outcome):
+        if finish_episode(loop, episode, outcome):
             ended += 1
             _finish_run_if_done(episode.run_id)
     return ended

@@ -6,7 +6,7 @@ Execution model
   ``transaction.on_commit``. ``release_episodes`` sends tasks for a run's pending episodes, at
   most ``Run.limits["concurrency"]`` of them in flight at a time; each task, when it ends,
   releases the next ones. ``Episode.queued_at`` marks an attempt whose task was sent.
-- The episode loop (``runs.loop.run_episode``) claims an episode atomically (pending →
+- The episode loop (``runs.episode.engine.run_episode``) claims an episode atomically (pending →
   running), so a duplicate task, or one for a finished episode, does nothing.
 - While a process plays episodes, one daemon thread renews their lease
   (``Episode.heartbeat_at``) every ``EEGAB_HEARTBEAT_SEC`` seconds, through long model
@@ -66,7 +66,9 @@ from benchmark.scoring import overall as official_overall
 from leaderboard.services import overall_over_epochs, refresh_run_summary
 from runs import db
 from runs.agents import BASELINES, build_agent, is_baseline
-from runs.loop import end_at_cap, episode_tools, load_episode, run_episode, score_prediction, scoring_item
+from runs.episode.engine import end_at_cap, load_episode, run_episode
+from runs.episode.opening import episode_tools
+from runs.episode.scoring import score_prediction, scoring_item
 from runs.model import openai_http
 from runs.model.litellm_transport import preload_litellm
 from runs.model.rate_limit import RateLimitedAgent, RateLimits
@@ -167,7 +169,7 @@ def recover_stale_episode(*, episode_id: int) -> bool:
 
     An attempt that lived until one of its caps (its worker was killed by the queue's timeout
     in a model call that outlasted the wall-clock cap) ends as that cap ends it instead,
-    scored unanswered (``runs.loop.end_at_cap``). After ``max_attempts()`` attempts the
+    scored unanswered (``runs.episode.engine.end_at_cap``). After ``max_attempts()`` attempts the
     episode fails (an infrastructure failure that ``resume_run`` can still retry), so a
     recording that kills its worker every time cannot keep a run alive forever. The episode's
     row is locked first, so that of two callers at once only one recovers it.
@@ -276,8 +278,8 @@ def play_episode(
 
     An episode that is finished, or running under a live lease elsewhere, is returned as it
     is. ``tool_caller`` makes the platform's tool calls on the episode's recording
-    (``runs.loop.record_tools``; ``ToolProcesses.call`` makes them in tool processes).
-    ``loop_options`` go to ``runs.loop.run_episode`` (tests and benchmarks pass an agent or a
+    (``runs.episode.opening.record_tools``; ``ToolProcesses.call`` makes them in tool processes).
+    ``loop_options`` go to ``runs.episode.engine.run_episode`` (tests and benchmarks pass an agent or a
     tool runner). Returns None when the episode does not exist.
     """
     episode = load_episode(episode_id)

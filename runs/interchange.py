@@ -64,7 +64,8 @@ from runs import db, protocol
 from runs.agents import is_baseline
 from runs.cost import Pricing, TokenUsage, total_cost
 from runs.execution import json_safe, task_summaries
-from runs.loop import MAX_EMPTY_NUDGES, MAX_PROTOCOL_RETRIES, score_prediction
+from runs.episode.limits import MAX_EMPTY_NUDGES, MAX_PROTOCOL_RETRIES
+from runs.episode.scoring import score_prediction
 from runs.models import TOKEN_FIELDS, Episode, Run, Status, Step
 from runs.services import episode_record_ids, keep_litellm_rates
 from tools_app.views import result_text

@@ -1,4 +1,4 @@
-"""What a run's ``limits`` may hold: the episode caps (``runs.loop.EpisodeLimits``) and how the run
+"""What a run's ``limits`` may hold: the episode caps (``runs.episode.limits.EpisodeLimits``) and how the run
 is played (episodes at once, model calls and tokens per minute: ``runs.execution``)."""
 import math
 

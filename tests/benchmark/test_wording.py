@@ -13,7 +13,8 @@ from benchmark import wording as prompt_sets
 from benchmark.models import ModelSpec
 from benchmark.wording import OFFICIAL, PLATFORM, PromptSetUnavailable, check_prompt_set, default_prompt_set, prompt_set
 from benchmark.wording.official import OfficialPackageError
-from runs.loop import first_request, run_episode
+from runs.episode.engine import run_episode
+from runs.episode.opening import first_request
 from runs.models import Episode, Status, Step
 from runs.services import create_run
 from tests.runs import fake_llm

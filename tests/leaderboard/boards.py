@@ -19,7 +19,7 @@ from benchmark.scoring.classification import REFERENCE_CLASSES
 from benchmark.scoring.hypnogram import STAGES
 from runs import db
 from runs.services import episode_record_ids
-from runs.loop import score_prediction
+from runs.episode.scoring import score_prediction
 from runs.models import Episode, Run, Status, Step
 
 SNR_LEVELS = tuple(range(2, -8, -1))  # +2 … -7 dB
@@ -197,7 +197,7 @@ def add_run(
     By default it is made as the paper's runs were (the official prompt set and configs' settings), so
     it is comparable with the paper's rows on the official suite; ``prompt_set`` and ``settings`` change that.
 
-    Each completed episode is right with probability ``skill``, is scored by ``runs.loop.score_prediction``
+    Each completed episode is right with probability ``skill``, is scored by ``runs.episode.scoring.score_prediction``
     and, with ``steps_per_episode``, gets that many steps (one tool call every other step). The others
     stay pending. Episodes and steps are written with one bulk insert each.
     """

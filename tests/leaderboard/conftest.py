@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from benchmark.models import Instance, ModelSpec, Release, Suite, Task
 from runs import db
-from runs.loop import score_prediction
+from runs.episode.scoring import score_prediction
 from runs.models import Episode, Run, Status, Step
 from runs.services import append_step, create_run
 from tools_app import call_tool

@@ -443,7 +443,7 @@ def count_queries(client, url: str, **query) -> int:
 
 def test_run_page_queries_do_not_grow_with_its_episodes(client, bench):
     from benchmark.models import Instance, Task
-    from runs.loop import score_prediction
+    from runs.episode.scoring import score_prediction
 
     url = reverse("leaderboard:run", args=[bench.beta.pk])
     before = count_queries(client, url)

@@ -6,7 +6,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from runs import db
-from runs.loop import EPISODE_DEFERRED, EPISODE_RELATED, load_episode
+from runs.episode.engine import EPISODE_DEFERRED, EPISODE_RELATED, load_episode
 from runs.models import TOKEN_FIELDS, Episode, Run, Status, Step
 
 STEP_COLUMNS = [field.attname for field in Step._meta.concrete_fields if not field.primary_key]

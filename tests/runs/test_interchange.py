@@ -17,7 +17,7 @@ from benchmark.scoring import ScoringItem, benchmark_summary, score_task
 from benchmark.scoring.files import load_items
 from runs import execution
 from runs.interchange import InterchangeError, export_run, import_official_run, official_task_summary
-from runs.loop import replay_messages
+from runs.episode.transcript import replay_messages
 from runs.models import Episode, Run, Status, Step
 from runs.services import create_run
 from tests.datafiles import OFFICIAL as UPSTREAM

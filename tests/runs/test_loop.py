@@ -11,7 +11,8 @@ from benchmark.prompts import OFFICIAL_TOOLS
 from benchmark.wording.platform import BUDGET_STUB, INVALID_TEXT_ACTION_NUDGE, SUBMIT_TOOL_NAME, TOOL_BUDGET_NUDGE
 from runs.agents import build_agent
 from runs.model.routing import TRANSPORTS
-from runs.loop import ToolBug, replay_messages, run_episode
+from runs.episode.engine import ToolBug, run_episode
+from runs.episode.transcript import replay_messages
 from runs.models import Episode, Run, Status, Step
 from runs.services import create_run, reset_episode_for_retry
 from tests.runs import fake_llm
@@ -608,7 +609,7 @@ def test_a_native_model_is_offered_the_ten_platform_tools(make_run, server, t2_r
 
 def test_a_t6_night_is_scored_over_the_answer_keys_epoch_count_as_the_official_scorer_does():
     from benchmark.models import Instance, Task
-    from runs.loop import score_prediction
+    from runs.episode.scoring import score_prediction
 
     labels = ["W"] * 3 + ["N2"] * 5 + ["REM"] * 2
     night = Instance(  # unsaved: no database needed

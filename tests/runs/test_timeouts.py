@@ -21,7 +21,8 @@ from leaderboard.models import RunSummary
 from runs import execution
 from runs.model.reply import Reply
 from runs.cost import Pricing
-from runs.loop import EpisodeLimits, played_limits, run_episode
+from runs.episode.engine import run_episode
+from runs.episode.limits import EpisodeLimits, played_limits
 from runs.models import Episode, Run, Status, Step
 from runs.services import append_step, create_run
 from runs.sweep import SWEEP_FUNCTION, sweep_runs

@@ -6,7 +6,7 @@ import pytest
 
 from benchmark.models import ModelSpec
 from runs.interchange import export_run
-from runs.loop import run_episode
+from runs.episode.engine import run_episode
 from runs.models import Episode
 from runs.services import create_run, episode_record_ids
 from tests.runs.demo_suite import import_demo
@@ -48,7 +48,7 @@ def test_the_agent_sees_and_the_tools_answer_only_its_episodes_id(demo):
     assert calls and all(call.arguments["record_id"] == episode.record_id for call in calls)
     assert all("error" not in call.result["content"] for call in calls)
 
-    from runs.loop import episode_tools
+    from runs.episode.opening import episode_tools
 
     refused = episode_tools(episode)(episode.instance, "get_recording_info", {"record_id": episode.instance.record_id})
     assert refused["error_code"] == "unknown_record"  # the suite's id of the instance opens nothing

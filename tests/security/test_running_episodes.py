@@ -10,7 +10,7 @@ from rest_framework.test import APIClient
 
 from benchmark.models import ModelSpec
 from runs import environment
-from runs.loop import run_episode
+from runs.episode.engine import run_episode
 from runs.models import Episode, Status
 from runs.services import create_run
 from tests.runs.demo_suite import import_demo

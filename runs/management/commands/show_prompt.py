@@ -5,7 +5,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from benchmark.models import Instance
 from benchmark.wording import PROMPT_SETS, default_prompt_set, prompt_set
-from runs.loop import first_request
+from runs.episode.opening import first_request
 from runs.management.commands.run_benchmark import resolve_suite
 from runs.model.agent import PAPER_PROTOCOL
 

@@ -1,4 +1,4 @@
-"""The episode loop: one agent, one instance, the official protocol, every step recorded as it happens.
+"""The episode engine: one agent, one instance, the official protocol, every step recorded as it happens.
 
 ``run_episode(episode_id=…)`` claims a pending episode, plays it and scores it:
 
@@ -19,23 +19,7 @@
    than the queue worker's timeout, which would otherwise kill it (``played_limits``).
 5. A completed episode is scored at once with the official scorer, on this one item.
 
-The step record is the episode: ``step_messages`` turns each step into the messages it
-added to the conversation, the loop builds its conversation with that very function, and
-``replay_messages`` rebuilds the conversation from the stored steps. Step conventions:
-
-- ``prompt``: ``result = {"messages", "protocol", "tools"}``.
-- ``agent_message``: ``text`` the model's visible text, ``reasoning`` the provider's,
-  tokens, latency and cost, and ``result = {"action", "thought", "tool_calls": [{"id",
-  "name", "arguments" (JSON text)}], "final_answer", "memory", "finish_reason"}``.
-- ``tool_call``: ``tool_name``, ``arguments``, ``latency_ms``, ``error``,
-  ``result = {"status", "content" (the tool's full result), "tool_call_id"}`` and ``text``,
-  the result exactly as the model read it. Status is ``ok``, ``tool_not_available``, or
-  ``not_executed`` for a native call answered with a stub (these do not count as calls).
-- ``nudge``: a message from the environment that is not a tool result, ``text`` as sent,
-  ``result = {"reason", "attempt", "errors"}``; memory updates are acknowledged this way.
-- ``final_answer``: the accepted answer in ``arguments``, the model's thought in ``text``.
-- ``error``: provider attempts that failed (with the tokens they reported), and why the
-  episode ended when it ended without an answer.
+The step record and the conversation it replays to are ``runs.episode.transcript``'s.
 """
 from __future__ import annotations
 
@@ -44,93 +28,34 @@ import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
 
-from django.conf import settings
 from django.utils import timezone
 
 from benchmark.models import Release
-from benchmark.wording import PromptSetUnavailable, Wording, prompt_set
-from benchmark.scoring import ScoringItem, score_task
-from benchmark.scoring.files import epoch_count
+from benchmark.wording import PromptSetUnavailable, Wording
 from runs import db, protocol
 from runs.agents import build_agent
 from runs.cost import TokenUsage, total_cost
+from runs.episode.limits import (
+    MAX_EMPTY_NUDGES,
+    MAX_PROTOCOL_RETRIES,
+    MAX_TOOL_CALLS_PER_TURN,
+    EpisodeLimits,
+    played_limits,
+)
+from runs.episode.opening import allowed_tool_names, episode_tools, native_tools, run_wording
+from runs.episode.scoring import score_prediction
+from runs.episode.transcript import step_messages
 from runs.model.reply import Agent, FailedAttempt, ProviderError
 from runs.models import TOKEN_FIELDS, Episode, Run, Status, Step
 from runs.services import append_step
 
-MAX_TOOL_CALLS_PER_TURN = 3
-MAX_PROTOCOL_RETRIES = 3
-MAX_EMPTY_NUDGES = 2
 REPAIR_REASONS = ("invalid_action", "invalid_final_answer", "tool_budget")
 NOT_ALLOWED = "Tool '{name}' is not allowed for this scenario."
 
 EndedBy = Episode.EndedBy
 Kind = Step.Kind
-
-
-@dataclass(frozen=True)
-class EpisodeLimits:
-    """The limits of one episode: the task's turns and tool calls, and the run's optional caps.
-
-    ``Run.limits`` may lower ``max_turns`` and ``max_tool_calls`` (never raise them above the
-    task's) and set per-episode caps ``max_wall_time_sec``, ``max_total_tokens`` (prompt plus
-    completion) and ``max_cost_usd``. ``wall_time_cap_sec`` bounds the run's wall-clock cap
-    (it lowers a larger one and sets one where the run has none).
-    """
-
-    max_turns: int = 1000
-    max_tool_calls: int = 999
-    max_wall_time_sec: float | None = None
-    max_total_tokens: int | None = None
-    max_cost_usd: Decimal | None = None
-
-    @classmethod
-    def for_episode(
-        cls, task, run_limits: dict | None, *, wall_time_cap_sec: float | None = None
-    ) -> EpisodeLimits:
-        run_limits = run_limits or {}
-        cost_cap = run_limits.get("max_cost_usd")
-        wall_caps = [cap for cap in (run_limits.get("max_wall_time_sec"), wall_time_cap_sec) if cap is not None]
-        return cls(
-            max_turns=min(task.max_turns, int(run_limits.get("max_turns", task.max_turns))),
-            max_tool_calls=min(
-                task.max_tool_calls, int(run_limits.get("max_tool_calls", task.max_tool_calls))
-            ),
-            max_wall_time_sec=min(wall_caps) if wall_caps else None,
-            max_total_tokens=run_limits.get("max_total_tokens"),
-            max_cost_usd=None if cost_cap is None else Decimal(str(cost_cap)),
-        )
-
-    def cap_reached(self, *, elapsed_sec: float, total_tokens: int, cost_usd: Decimal | None) -> str:
-        """Which cap, if any, the episode has reached, in words ("" for none)."""
-        if self.max_wall_time_sec is not None and elapsed_sec >= self.max_wall_time_sec:
-            return f"wall-clock cap of {self.max_wall_time_sec} s reached after {elapsed_sec:.1f} s"
-        if self.max_total_tokens is not None and total_tokens >= self.max_total_tokens:
-            return f"token cap of {self.max_total_tokens} reached ({total_tokens} tokens used)"
-        if self.max_cost_usd is not None and cost_usd is not None and cost_usd >= self.max_cost_usd:
-            return f"cost cap of ${self.max_cost_usd} reached (${cost_usd} spent)"
-        return ""
-
-
-def wall_time_cap_sec() -> float:
-    """The wall-clock cap of every episode played here (``EEGAB_EPISODE_WALL_SEC``), in seconds.
-
-    It is shorter than the queue worker's timeout (``EEGAB_EPISODE_TIMEOUT``), so that the loop
-    ends a long episode itself rather than the worker being killed in the middle of it.
-    """
-    return float(settings.EEGAB_EPISODE_WALL_SEC)
-
-
-def played_limits(episode: Episode) -> EpisodeLimits:
-    """The limits of an episode played here: its task's and its run's, within ``wall_time_cap_sec()``.
-
-    An episode driven by an external agent (``runs.environment``) has no worker to be killed and
-    keeps its run's limits only.
-    """
-    return EpisodeLimits.for_episode(episode.instance.task, episode.run.limits, wall_time_cap_sec=wall_time_cap_sec())
 
 
 @dataclass(frozen=True)
@@ -147,56 +72,6 @@ class Outcome:
 
 class ToolBug(Exception):
     """A tool raised instead of returning its error result: a defect of the platform, not of the agent."""
-
-
-# ── messages from steps ──────────────────────────────────────────────────────────────────────
-
-
-def _assistant_message(step: Step, *, native: bool) -> dict:
-    result = step.result or {}
-    calls = (result.get("tool_calls") or []) if result.get("action") == "tool_call" else []
-    if native:
-        message = {"role": "assistant", "content": step.text}
-        if calls:
-            message["tool_calls"] = [
-                {
-                    "id": call["id"],
-                    "type": "function",
-                    "function": {"name": call["name"], "arguments": call["arguments"]},
-                }
-                for call in calls
-            ]
-        return message
-    # Some providers refuse an empty assistant message, so an empty turn is replayed as its
-    # thought, else its reasoning, else a placeholder (as the official runner does).
-    content = step.text if step.text.strip() else (
-        str(result.get("thought") or "").strip() or step.reasoning.strip() or "(no output)"
-    )
-    return {"role": "assistant", "content": content}
-
-
-def step_messages(step: Step, *, native: bool) -> list[dict]:
-    """The messages ``step`` added to the conversation, in order (none for records of outcome or error)."""
-    if step.kind == Kind.PROMPT:
-        return [dict(message) for message in step.result["messages"]]
-    if step.kind == Kind.AGENT_MESSAGE:
-        return [_assistant_message(step, native=native)]
-    if step.kind == Kind.TOOL_CALL:
-        if native:
-            return [{"role": "tool", "tool_call_id": step.result["tool_call_id"], "content": step.text}]
-        return [{"role": "user", "content": step.text}]
-    if step.kind == Kind.NUDGE:
-        return [{"role": "user", "content": step.text}]
-    return []
-
-
-def replay_messages(episode: Episode) -> list[dict]:
-    """The episode's conversation rebuilt from its stored steps: every message sent, and the last reply."""
-    steps = list(episode.steps.order_by("index"))
-    if not steps or steps[0].kind != Kind.PROMPT:
-        return []
-    native = steps[0].result.get("protocol") == "native"
-    return [message for step in steps for message in step_messages(step, native=native)]
 
 
 # ── loading an episode ───────────────────────────────────────────────────────────────────────
@@ -217,103 +92,10 @@ def load_episode(episode_id: int) -> Episode | None:
     return _episode_for_loop(episode_id)
 
 
-# ── defaults of the loop's collaborators ─────────────────────────────────────────────────────
-
-
-def episode_tools(episode: Episode, *, call: Callable[..., dict] | None = None) -> Callable[[Any, str, dict], dict]:
-    """The platform's tools on ``episode``'s own recording, which answers to the episode's record id only."""
-    return record_tools(episode.record_id, call=call)
-
-
-def record_tools(record_id: str, *, call: Callable[..., dict] | None = None) -> Callable[[Any, str, dict], dict]:
-    """The platform's tools on an instance's recording, answering to ``record_id`` only.
-
-    ``call`` makes the calls, with :func:`tools_app.call_tool`'s arguments; by default that
-    function, in this process (``tools_app.processes.ToolProcesses.call`` makes them elsewhere).
-    """
-    if call is None:
-        from tools_app import call_tool as call
-
-    def run(instance, tool_name: str, arguments: dict) -> dict:
-        path = Path(instance.suite.release.source) / instance.recording_path
-        return call(path, tool_name, arguments, record_id=record_id, metadata=instance.metadata)
-
-    return run
-
-
-def run_wording(run: Run) -> Wording:
-    """The prompt set ``run`` was created with (``benchmark.wording``)."""
-    return prompt_set(run.prompt_set)
-
-
-def opening(instance, wording: Wording, *, record_id: str) -> tuple[list[dict], list[dict]]:
-    """The tool specs an episode on ``instance`` offers, and its opening messages with ``record_id``."""
-    specs = wording.tool_specs(instance)
-    return specs, wording.opening(instance, record_id=record_id, tool_specs=specs)
-
-
-def native_tools(instance, tool_specs: Sequence[dict], wording: Wording) -> list[dict]:
-    """The ``tools`` list of a native-protocol request: the allowed tools, then ``submit_final_answer``."""
-    allowed = set(allowed_tool_names(instance))
-    return [
-        *(spec for spec in tool_specs if _spec_name(spec) in allowed),
-        wording.submit_tool(instance.expected_output_schema),
-    ]
-
-
-def first_request(
-    instance, wording: Wording, *, native: bool, record_id: str | None = None
-) -> tuple[list[dict], list[dict] | None]:
-    """The messages and ``tools`` of the first request an episode on ``instance`` sends its model.
-
-    ``record_id`` is the episode's (default: the suite's id of the instance, which no agent sees).
-    """
-    specs, messages = opening(instance, wording, record_id=record_id or instance.record_id)
-    return messages, native_tools(instance, specs, wording) if native else None
-
-
-def allowed_tool_names(instance) -> tuple[str, ...]:
-    """The tools ``instance`` allows: none for T1, else its scenario's list (all ten when it names none)."""
-    from benchmark.prompts import OFFICIAL_TOOLS
-
-    if instance.task.code == "T1":
-        return ()
-    return tuple(instance.allowed_tools or OFFICIAL_TOOLS)
-
-
-def _spec_name(spec: dict) -> str:
-    return spec.get("function", spec).get("name", "")
-
-
-def scoring_item(instance, prediction: dict | None, *, submitted: bool = True, completed: bool = True) -> ScoringItem:
-    """What the official scorer needs to score ``prediction`` for ``instance``."""
-    return ScoringItem(
-        scenario_id=instance.scenario_id,
-        gold=instance.reference,
-        prediction=prediction,
-        submitted=submitted,
-        completed=completed,
-        options=(instance.prompt_input or {}).get("options"),
-        duration_sec=instance.recording_sec,
-        n_epochs=epoch_count(instance.reference or {}, {"n_epochs_total": instance.epochs_total})
-        if instance.task.code == "T6" else None,
-    )
-
-
-def score_prediction(instance, prediction: dict | None) -> dict:
-    """The official scorer's per-item result for one prediction.
-
-    The scenario id is left out: it names the label.
-    """
-    per_item = dict(score_task(instance.task.code, [scoring_item(instance, prediction)])["per_item"][0])
-    per_item.pop("scenario_id", None)
-    return per_item
-
-
 # ── the loop ─────────────────────────────────────────────────────────────────────────────────
 
 
-class _EpisodeLoop:
+class EpisodeLoop:
     """One attempt at an episode: the conversation, the counters, and the step record."""
 
     def __init__(
@@ -646,12 +428,12 @@ def _prompt_set_missing(episode: Episode, message: str) -> Episode:
     """
     append_step(episode=episode, kind=Kind.ERROR, error=message)
     outcome = Outcome(Status.FAILED, error_kind=Episode.ErrorKind.INFRASTRUCTURE, error_message=message)
-    if not _finish(None, episode, outcome):
+    if not finish_episode(None, episode, outcome):
         episode.refresh_from_db()
     return episode
 
 
-def _finish(loop: _EpisodeLoop | None, episode: Episode, outcome: Outcome) -> bool:
+def finish_episode(loop: EpisodeLoop | None, episode: Episode, outcome: Outcome) -> bool:
     """Store how the episode ended, scored when it completed, and the run's new totals.
 
     Returns whether the outcome was stored: not when the episode stopped being ours in between
@@ -705,7 +487,7 @@ def end_at_cap(episode: Episode, *, lived_sec: float) -> bool:
         db.insert_step(step, attempt=episode.attempt)
     except db.EpisodeLost:
         return False
-    return _finish(None, episode, Outcome(Status.COMPLETED, EndedBy.COST_CAP, prediction={}, error_message=cap))
+    return finish_episode(None, episode, Outcome(Status.COMPLETED, EndedBy.COST_CAP, prediction={}, error_message=cap))
 
 
 def run_episode(
@@ -769,7 +551,7 @@ def run_episode(
             messages = wording.opening(instance, record_id=episode.record_id, tool_specs=specs)
         else:
             messages = build_messages(instance, tool_specs=specs)
-        loop = _EpisodeLoop(
+        loop = EpisodeLoop(
             episode,
             agent=agent or build_agent(episode.run, instance, record_id=episode.record_id, epoch=episode.epoch),
             tool_runner=tool_runner or episode_tools(episode),
@@ -779,7 +561,7 @@ def run_episode(
             n_steps=0,  # a claimed attempt starts with no steps: a retry deletes the earlier attempt's
             limits=played_limits(episode),
         )
-        stored = _finish(loop, episode, loop.play())
+        stored = finish_episode(loop, episode, loop.play())
     except db.EpisodeLost:
         # It stalled past its lease and a newer attempt has it, or it ended: nothing more of ours is written.
         return load_episode(episode_id)
@@ -794,7 +576,7 @@ def run_episode(
         except db.EpisodeLost:
             return load_episode(episode_id)
         message = f"{type(exc).__name__}: {exc}"
-        _finish(loop, episode, Outcome(Status.FAILED, error_kind=kind, error_message=message))
+        finish_episode(loop, episode, Outcome(Status.FAILED, error_kind=kind, error_message=message))
         raise
     if not stored:
         episode.refresh_from_db()
