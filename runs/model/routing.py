@@ -1,4 +1,7 @@
-"""Which way a model is called (litellm or direct HTTP) and with which tool protocol, and the checks on a run's model settings."""
+"""Which way a model is called (litellm or direct HTTP) and with which tool protocol.
+
+Also the checks on a run's model settings: the key's variable, the API base, the transport.
+"""
 from __future__ import annotations
 
 import re
@@ -42,7 +45,6 @@ def check_api_base(url: str) -> None:
     """Refuse an API base with credentials in it (ValueError, which does not repeat them)."""
     if url and (urlsplit(url).username is not None or urlsplit(url).password is not None):
         raise ValueError("The API base may not hold credentials (user:password@); name the key's variable instead.")
-
 
 
 def check_transport(model: str, api_base: str | None, requested: str | None = "auto") -> None:
