@@ -13,7 +13,6 @@ from leaderboard.models import RunSummary
 from runs import environment
 from runs.models import EnvironmentToken, Episode, Run, Status, Step
 from tests.runs.demo_suite import import_demo
-from tests.runs.test_protocol import OUTPUT_SCHEMAS
 
 pytestmark = pytest.mark.django_db
 
@@ -23,15 +22,6 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 @pytest.fixture(autouse=True)
 def fresh_throttle():
     cache.clear()
-
-
-@pytest.fixture
-def schema_suite(suite):
-    """The conftest suite with the official output schemas on its instances."""
-    for instance in suite.instances.select_related("task"):
-        instance.expected_output_schema = OUTPUT_SCHEMAS[instance.task.code]
-        instance.save()
-    return suite
 
 
 def external_run(suite, *, tasks=("T1",), agent="my-agent", **options):
@@ -181,9 +171,9 @@ def test_an_episode_starts_with_the_prompts_tools_and_schema_and_records_its_pro
 
 
 def test_an_invalid_answer_is_nudged_then_a_valid_one_is_scored_and_the_run_reaches_the_leaderboard(
-    schema_suite,
+    official_suite,
 ):
-    run, key = external_run(schema_suite)
+    run, key = external_run(official_suite)
     client = agent_client(key)
     episode = start(client, run).data["episode"]
 
@@ -206,8 +196,8 @@ def test_an_invalid_answer_is_nudged_then_a_valid_one_is_scored_and_the_run_reac
     assert "my-agent" in str(board)
 
 
-def test_after_three_nudges_the_answer_is_scored_as_given(schema_suite):
-    run, key = external_run(schema_suite)
+def test_after_three_nudges_the_answer_is_scored_as_given(official_suite):
+    run, key = external_run(official_suite)
     client = agent_client(key)
     episode = start(client, run).data["episode"]
 

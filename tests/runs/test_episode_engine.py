@@ -91,15 +91,6 @@ def fast_retries(settings, monkeypatch):
     monkeypatch.setenv("FAKE_LLM_KEY", "sk-test")
 
 
-@pytest.fixture
-def official_suite(suite):
-    """The conftest suite with the official output schemas on its instances."""
-    for instance in suite.instances.select_related("task"):
-        instance.expected_output_schema = OUTPUT_SCHEMAS[instance.task.code]
-        instance.save()
-    return suite
-
-
 _names = itertools.count()
 
 
