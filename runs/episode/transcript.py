@@ -5,7 +5,7 @@ to the conversation, the engine builds its conversation with that very function,
 ``replay_messages`` rebuilds the conversation from the stored steps. Each kind of step keeps
 its ``result`` in one shape (``STEP_RESULTS``):
 
-- ``prompt``: ``result = {"messages", "protocol", "tools"}``.
+- ``prompt``: ``result = {"messages", "protocol", "tools", "prompt_set"}``.
 - ``agent_message``: ``text`` the model's visible text, ``reasoning`` the provider's,
   tokens, latency and cost, and ``result = {"action", "thought", "tool_calls": [{"id",
   "name", "arguments" (JSON text)}], "final_answer", "memory", "finish_reason"}``.
@@ -32,6 +32,7 @@ class PromptResult(TypedDict):
     messages: list[dict]
     protocol: str
     tools: list[dict] | None
+    prompt_set: str  # the name of the wording the episode was played with (benchmark.wording)
 
 
 class ToolCallRequest(TypedDict):

@@ -1,6 +1,8 @@
 """Fixtures the tests of runs/ share."""
 import pytest
 
+from runs.episode.transcript import STEP_RESULTS
+from runs.models import Step
 from tests.runs.test_protocol import OUTPUT_SCHEMAS
 
 
@@ -11,3 +13,16 @@ def official_suite(suite):
         instance.expected_output_schema = OUTPUT_SCHEMAS[instance.task.code]
         instance.save()
     return suite
+
+
+@pytest.fixture
+def steps_keep_their_shapes(db, request):
+    """After the test, every stored step's ``result`` has its kind's shape (``runs.episode.transcript``)."""
+    yield
+    if request.node.get_closest_marker("steps_by_hand"):
+        return
+    for kind, result in Step.objects.values_list("kind", "result"):
+        shape = STEP_RESULTS.get(kind)
+        if shape is not None:
+            assert set(result) <= set(shape.__annotations__), (kind, result)
+            assert shape.__required_keys__ <= set(result), (kind, result)

@@ -14,7 +14,7 @@ from runs import environment
 from runs.models import EnvironmentToken, Episode, Run, Status, Step
 from tests.runs.demo_suite import import_demo
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("steps_keep_their_shapes")]
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

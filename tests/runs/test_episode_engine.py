@@ -19,7 +19,7 @@ from tests.runs import fake_llm
 from tests.runs.fake_llm import FakeLLM
 from tests.runs.test_protocol import OUTPUT_SCHEMAS
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("steps_keep_their_shapes")]
 
 Kind = Step.Kind
 ONE_TOOL_CALL_EPISODE = [Kind.PROMPT, Kind.AGENT_MESSAGE, Kind.TOOL_CALL, Kind.AGENT_MESSAGE, Kind.FINAL_ANSWER]
@@ -472,6 +472,7 @@ def test_a_running_episode_is_not_claimed_twice(make_run, server):
     assert (episode.status, episode.steps.count(), server.requests) == (Status.RUNNING, 0, [])
 
 
+@pytest.mark.steps_by_hand  # the other attempt's step is a marker of the test's own
 @pytest.mark.parametrize("stalls_in", ["tool", "model"])
 def test_a_worker_that_stalled_past_its_lease_writes_nothing_into_the_next_attempt(make_run, server, stalls_in):
     """While this worker waits, its lease lapses and another worker plays the episode again as attempt 2."""
