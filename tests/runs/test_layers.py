@@ -95,24 +95,22 @@ def module_files() -> dict[str, Path]:
     return found
 
 
-def _absolute(module: str, node: ast.ImportFrom) -> str:
+def _absolute(module: str, node: ast.ImportFrom, is_package: bool) -> str:
     """The absolute name a ``from`` import reads from (relative ones resolved against ``module``)."""
     if not node.level:
         return node.module or ""
     package = ["runs", *module.split(".")] if module else ["runs"]
-    is_package = module_files()[module].name == "__init__.py"
     base = package if is_package else package[:-1]
     base = base[: len(base) - (node.level - 1)]
     return ".".join([*base, *([node.module] if node.module else [])])
 
 
-def imports_of(module: str, path: Path) -> list[str]:
+def imports_of(module: str, path: Path, modules: dict[str, Path]) -> list[str]:
     """What ``module`` imports: modules as dotted names, and private names as ``module._name``.
 
     ``from runs import protocol`` counts as importing ``runs.protocol``; an attribute read
     ``protocol._helper`` on such an imported module counts as importing ``runs.protocol._helper``.
     """
-    modules = module_files()
     tree = ast.parse(path.read_text(), filename=str(path))
     found, aliases = [], {}
     for node in ast.walk(tree):
@@ -122,7 +120,7 @@ def imports_of(module: str, path: Path) -> list[str]:
                 if alias.asname:
                     aliases[alias.asname] = alias.name
         elif isinstance(node, ast.ImportFrom):
-            source = _absolute(module, node)
+            source = _absolute(module, node, path.name == "__init__.py")
             for alias in node.names:
                 submodule = f"{source}.{alias.name}"
                 if submodule.startswith("runs.") and submodule.removeprefix("runs.") in modules:
@@ -145,7 +143,7 @@ def breaches() -> set[tuple[str, str]]:
     modules = module_files()
     found = set()
     for module, path in modules.items():
-        for imported in imports_of(module, path):
+        for imported in imports_of(module, path, modules):
             if imported == "leaderboard" or imported.startswith("leaderboard."):
                 found.add((module, imported))
                 continue
@@ -171,7 +169,7 @@ def import_circles() -> list[list[str]]:
     modules = module_files()
     graph = {module: set() for module in modules}
     for module, path in modules.items():
-        for imported in imports_of(module, path):
+        for imported in imports_of(module, path, modules):
             target = imported.removeprefix("runs.") if imported.startswith("runs.") else None
             while target is not None and target not in modules and "." in target:
                 target = target.rsplit(".", 1)[0]
