@@ -1,4 +1,4 @@
-"""Running a run's episodes: the queue, leases on running episodes, rate limits, and a run's life cycle.
+"""Running a run's episodes: the queue, leases on running episodes, and a run's life cycle.
 
 Execution model
 ---------------
@@ -32,10 +32,7 @@ Execution model
   plays, after each episode of ``run_sync`` and once it ends, and after a cancel, a resume or a
   rescore (``runs.signals.episodes_ended``; the leaderboard coalesces them).
 
-Rate limits: ``Run.limits["requests_per_minute"]`` and ``["tokens_per_minute"]`` hold each
-model call back until the run's last 60 seconds of calls (its stored steps, plus the calls in
-flight in this process) leave room. Calls in flight in other processes are not counted, so a
-run on several workers can overshoot by at most one call per worker.
+Rate limits are ``runs.model.rate_limit``'s; episodes played here get them through ``_agent_for``.
 """
 from __future__ import annotations
 

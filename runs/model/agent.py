@@ -19,7 +19,6 @@ PAPER_MAX_TOKENS = 8192
 PAPER_TEMPERATURE = 0
 # Run.settings keys that steer the adapter; all other keys are passed to the model as decoding settings.
 CONTROL_SETTINGS = frozenset({"tool_protocol", "transport", "timeout_sec"})
-DEFAULT_TIMEOUT_SEC = 600.0
 
 
 class ModelAgent:
@@ -63,7 +62,7 @@ class ModelAgent:
         self.api_key_env = api_key_env
         self.protocol = choose_protocol(model, settings.get("tool_protocol", PAPER_PROTOCOL))
         self.transport = choose_transport(model, self.api_base, settings.get("transport", "auto"))
-        self.timeout_sec = float(settings.get("timeout_sec", DEFAULT_TIMEOUT_SEC))
+        self.timeout_sec = float(settings.get("timeout_sec", openai_http.DEFAULT_TIMEOUT_SEC))
         self.decoding = {"temperature": PAPER_TEMPERATURE, "max_tokens": PAPER_MAX_TOKENS} | {
             key: value for key, value in settings.items() if key not in CONTROL_SETTINGS
         }

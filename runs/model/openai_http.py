@@ -30,7 +30,7 @@ from runs.model.retry import FATAL, TRANSIENT, status_kind
 # Keys of the litellm request that steer the call rather than go into the body.
 CALL_KEYS = frozenset({"model", "api_base", "api_key", "timeout", "num_retries", "max_retries", "drop_params"})
 PROVIDER_PREFIXES = ("openai/", "hosted_vllm/")
-DEFAULT_TIMEOUT_SEC = 600.0
+DEFAULT_TIMEOUT_SEC = 600.0  # a model call's timeout when the run sets none (timeout_sec), on either transport
 
 
 class ProviderHTTPError(Exception):

@@ -3,7 +3,8 @@
 A run's ``limits`` may cap its requests and tokens per minute (``requests_per_minute``,
 ``tokens_per_minute``). Before each call, ``RateLimitedAgent`` counts the run's calls of the last
 minute from its stored steps (every episode's, in every process) and the calls under way in this
-process, and waits until the next call fits.
+process, and waits until the next call fits. Calls in flight in other processes are not
+counted, so a run on several workers can overshoot by at most one call per worker.
 """
 from __future__ import annotations
 
