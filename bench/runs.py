@@ -5,7 +5,7 @@
    timed. A turn's overhead is the wall time between one model call and the next (from the
    episode's start for the first turn, to its end for the last) minus the tool time in between:
    the claim, the step writes, the prompt, the protocol, the scoring. Target: p50 < 20 ms.
-2. **Throughput.** 32 episodes at once (``runs.execution.run_sync`` on a pool of 32 threads,
+2. **Throughput.** 32 episodes at once (``runs.queue.local.run_sync`` on a pool of 32 threads,
    as ``run_benchmark --sync --concurrency 32`` plays them) against a fake OpenAI-compatible
    model server in its own process that answers every request after 200 ms: a few
    ``get_recording_info`` calls, then the answer. The model is ``openai/fake-model`` at an
@@ -96,8 +96,8 @@ class TimedAgent:
 
 def timed_episode(episode) -> tuple[list[float], Timeline]:
     from runs.agents import build_agent
-    from runs.execution import play_episode
     from runs.episode.opening import episode_tools
+    from runs.queue.worker import play_episode
 
     timeline = Timeline()
     agent = TimedAgent(build_agent(episode.run, episode.instance, record_id=episode.record_id), timeline)
@@ -111,8 +111,8 @@ def timed_episode(episode) -> tuple[list[float], Timeline]:
 
 
 def bench_overhead(suite) -> dict:
-    from runs.execution import model_spec_for
     from runs.services import create_run
+    from runs.specs import model_spec_for
 
     spec = model_spec_for("baseline/heuristic")
     longest_night = suite.instances.filter(task__code="T6").order_by("-n_epochs", "-duration_sec").first()
@@ -158,8 +158,8 @@ class SleepingModel:
         self.pricing = Pricing.free()
 
     def respond(self, messages, *, tools=None):
-        from runs.model.reply import Reply
         from runs.cost import TokenUsage
+        from runs.model.reply import Reply
         from runs.protocol import TOOL_RESULT_PREFIX
         from tests.runs.episode_server import FIRST_CLASS, RECORD_ID
 
@@ -201,22 +201,23 @@ def play_concurrently(run, *, episodes: int, model_stand_in=None) -> tuple[float
 
     from django.db import connections
 
-    from runs import execution
+    from runs import services
+    from runs.queue import local, worker
 
     def play(episode_id):
         try:
-            return execution.play_episode(episode_id=episode_id, agent=model_stand_in)
+            return worker.play_episode(episode_id=episode_id, agent=model_stand_in)
         finally:
             connections.close_all()
 
     wall, cpu = time.perf_counter(), time.process_time()
     if model_stand_in is None:
-        finished = execution.run_sync(run_id=run.pk, concurrency=episodes)
+        finished = local.run_sync(run_id=run.pk, concurrency=episodes)
     else:
-        execution.settle_process(model=run.model.provider_model)
+        worker.settle_process(model=run.model.provider_model)
         with ThreadPoolExecutor(max_workers=episodes) as pool:
             list(pool.map(play, run.episodes.values_list("id", flat=True)))
-        finished = execution.finish_run(run_id=run.pk)
+        finished = services.finish_run(run_id=run.pk)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     assert finished.status == "completed", finished.progress()
     return wall, cpu
@@ -224,7 +225,7 @@ def play_concurrently(run, *, episodes: int, model_stand_in=None) -> tuple[float
 
 def bench_throughput(suite, *, episodes: int, tool_calls: int, latency: float, repeats: int) -> dict:
     from runs.model.routing import choose_transport
-    from runs.execution import model_spec_for
+    from runs.specs import model_spec_for
     from tests.runs.episode_server import serve_in_subprocess
 
     os.environ.setdefault("OPENAI_API_KEY", "sk-fake-model")  # the fake server ignores the key

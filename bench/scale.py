@@ -319,8 +319,8 @@ def reader_child(run_id: int, count: int, interval: float) -> None:
 
 
 def scale_run(suite, *, episodes: int, api_base: str, transport: str, model: str = "openai/fake-model"):
-    from runs.execution import model_spec_for
     from runs.services import create_run
+    from runs.specs import model_spec_for
 
     run = create_run(
         suite=suite, model=model_spec_for(model), tasks=["T5", "T6"], api_base=api_base,
@@ -396,7 +396,7 @@ def percentile(values, q):
 
 
 def default_transport(suite, database: Path, episodes: int) -> dict:
-    from runs import execution
+    from runs.queue import local, worker
 
     run = scale_run(suite, episodes=episodes, api_base="http://127.0.0.1:9/v1", transport="auto")
     plans = plans_of(run)
@@ -408,10 +408,10 @@ def default_transport(suite, database: Path, episodes: int) -> dict:
             [sys.executable, __file__, "--reader", str(run.pk), str(GETS), str(max(0.0, ideal / GETS))],
             cwd=ROOT, env=environment(database), stdout=subprocess.PIPE, text=True,
         )  # fmt: skip
-        execution.settle_process(model=run.model.provider_model)  # as a worker is, before its first episode
+        worker.settle_process(model=run.model.provider_model)  # as a worker is, before its first episode
         started, cpu_started, server_started = time.perf_counter(), time.process_time(), server.cpu_sec()
         with ForkedChildren(others=[server.pid, reader.pid]) as tool_processes:
-            execution.run_sync(run_id=run.pk, concurrency=episodes)
+            local.run_sync(run_id=run.pk, concurrency=episodes)
         wall, cpu = time.perf_counter() - started, time.process_time() - cpu_started
         tools_cpu = tree_cpu_sec(tool_processes.pids)  # run_sync's tool processes, forked for this run
         server_cpu = server.cpu_sec() - server_started
@@ -469,9 +469,8 @@ def redis_server(workdir: Path):
 
 
 def two_workers(suite, database: Path, episodes: int, workdir: Path, redis_url: str) -> dict:
-    from runs import execution
-    from runs.execution import FINISHED
-    from runs.models import Episode
+    from runs.models import FINISHED, Episode
+    from runs.queue import dispatch
 
     run = scale_run(suite, episodes=episodes, api_base="http://127.0.0.1:9/v1", transport="litellm", model=HOSTED_MODEL)
     clusters = []
@@ -491,7 +490,7 @@ def two_workers(suite, database: Path, episodes: int, workdir: Path, redis_url: 
                 time.sleep(0.2)
             cluster_pids = [process.pid for process in clusters]
             started, cpu_started, server_started = time.perf_counter(), tree_cpu_sec(cluster_pids), server.cpu_sec()
-            execution.queue_run(run_id=run.pk)
+            dispatch.queue_run(run_id=run.pk)
             peak = 0.0
             while Episode.objects.filter(run=run).exclude(status__in=FINISHED).exists():
                 peak = max(peak, *(worker_rss_mb(process.pid) for process in clusters))

@@ -253,7 +253,7 @@ Q_CLUSTER = {
 }
 # Leases on running episodes: a worker renews them every EEGAB_HEARTBEAT_SEC; one silent for
 # EEGAB_EPISODE_LEASE_SEC is presumed dead, and its episode is played again, up to
-# EEGAB_MAX_EPISODE_ATTEMPTS attempts (runs.execution).
+# EEGAB_MAX_EPISODE_ATTEMPTS attempts (runs.queue.leases).
 EEGAB_EPISODE_LEASE_SEC = env_number("EEGAB_EPISODE_LEASE_SEC", 120.0, minimum=1.0)
 EEGAB_HEARTBEAT_SEC = env_number("EEGAB_HEARTBEAT_SEC", 15.0, minimum=0.1)
 if EEGAB_HEARTBEAT_SEC >= EEGAB_EPISODE_LEASE_SEC:
@@ -281,7 +281,7 @@ EEGAB_STATS_DIR = EEGAB_DATA_ROOT / "record-stats" if _stats_dir is None else (P
 
 # Every qcluster saves its state (django_q.status.Stat) each half second, kept for 3 s: in Redis
 # with the Redis broker, otherwise in the cache named by Q_CLUSTER["cache"]. That one must be
-# shared by every process, or the site cannot tell whether a worker is up (runs.workers): files
+# shared by every process, or the site cannot tell whether a worker is up (runs.queue.dispatch): files
 # beside the releases, shared like them, which need no table and no server. The default cache
 # stays in each process's memory.
 CACHES = {

@@ -2,7 +2,7 @@
 
 Views are thin: they read what the selectors aggregate (``leaderboard.selectors``), build plotly
 figure dicts with ``leaderboard.charts`` and render a template. Writes go through the services
-(``runs.services``, ``runs.execution``). Anonymous visitors may read every public page; the run
+(``runs.services``, ``runs.queue``). Anonymous visitors may read every public page; the run
 form and the cancel and resume buttons are for staff, and every form carries a CSRF token.
 """
 from __future__ import annotations
@@ -34,12 +34,14 @@ from leaderboard.models import RunSummary
 from leaderboard.services import T6_CORRECT_MACRO_F1, current_summary, item_score, overall_over_epochs, task_signatures
 from leaderboard.signal import MAX_POINTS, SIGNAL_TOOLS, read_signal, signal_window, visitor_points
 from leaderboard.templatetags.leaderboard import metric_name
-from runs import execution
+from runs import specs
 from runs.agents import is_baseline
 from runs.models import TOKEN_FIELDS, Episode, Run, Status, Step
+from runs.queue import dispatch, lifecycle
+from runs.queue.dispatch import workers_alive
+from runs.queue.workers import WORKER_COMMAND
 from runs.redaction import public_error
 from runs.services import create_run
-from runs.workers import WORKER_COMMAND, workers_alive
 from tools_app.recording import RecordingError, open_recording
 
 STEPS_PER_PAGE = 50
@@ -971,7 +973,7 @@ def new_run(request: HttpRequest) -> HttpResponse:
         data = form.cleaned_data
         try:
             with transaction.atomic():
-                model = data["model"] or execution.model_spec_for(data["provider_model"].strip())
+                model = data["model"] or specs.model_spec_for(data["provider_model"].strip())
                 run = create_run(
                     suite=data["suite"],
                     model=model,
@@ -986,7 +988,7 @@ def new_run(request: HttpRequest) -> HttpResponse:
                     limits=form.limits(),
                     created_by=request.user,
                 )
-                execution.queue_run(run_id=run.pk)
+                dispatch.queue_run(run_id=run.pk)
         except (ValueError, ValidationError) as exc:
             form.add_error(None, exc.messages if isinstance(exc, ValidationError) else str(exc))
         else:
@@ -1001,7 +1003,7 @@ def run_cancel(request: HttpRequest, pk: int) -> HttpResponse:
     """Cancel a run: pending episodes at once, running ones at their next turn."""
     run = get_object_or_404(Run, pk=pk)
     try:
-        execution.cancel_run(run_id=run.pk)
+        lifecycle.cancel_run(run_id=run.pk)
     except ValueError as exc:
         messages.error(request, str(exc))
     else:
@@ -1016,8 +1018,8 @@ def run_resume(request: HttpRequest, pk: int) -> HttpResponse:
     run = get_object_or_404(Run, pk=pk)
     try:
         with transaction.atomic():
-            resumed = execution.resume_run(run_id=run.pk)
-            execution.queue_run(run_id=run.pk)
+            resumed = lifecycle.resume_run(run_id=run.pk)
+            dispatch.queue_run(run_id=run.pk)
     except ValueError as exc:
         messages.error(request, str(exc))
     else:

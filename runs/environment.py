@@ -44,7 +44,7 @@ from runs.episode.opening import allowed_tool_names, episode_tools, opening, run
 from runs.episode.transcript import step_messages
 from runs.models import EnvironmentToken, Episode, Run, Status, Step, default_decoding_settings
 from runs.redaction import public_error
-from runs.services import append_step, create_run
+from runs.services import append_step, create_run, finish_run
 from runs.signals import episodes_ended
 
 EXTERNAL_FAMILY = "external"
@@ -416,7 +416,5 @@ def end_idle_episodes(*, run_id: int | None = None, now=None) -> int:
 
 
 def _finish_run_if_done(run_id: int) -> None:
-    from runs.execution import finish_run
-
     finish_run(run_id=run_id)
     episodes_ended.send(sender=Run, run_id=run_id)

@@ -63,10 +63,10 @@ from benchmark.wording import prompt_set as prompt_set_wording
 from runs import db, protocol
 from runs.agents import is_baseline
 from runs.cost import Pricing, TokenUsage, total_cost
-from runs.execution import json_safe, task_summaries
 from runs.episode.limits import MAX_EMPTY_NUDGES, MAX_PROTOCOL_RETRIES
 from runs.episode.scoring import score_prediction
 from runs.models import TOKEN_FIELDS, Episode, Run, Status, Step
+from runs.reports import json_safe, task_summaries
 from runs.services import episode_record_ids, keep_litellm_rates
 from tools_app.views import result_text
 

@@ -1,5 +1,5 @@
 """What a run's ``limits`` may hold: the episode caps (``runs.episode.limits.EpisodeLimits``) and how the run
-is played (episodes at once, model calls and tokens per minute: ``runs.execution``)."""
+is played (episodes at once, model calls and tokens per minute: ``runs.queue`` and ``runs.model.rate_limit``)."""
 import math
 
 # Each limit: its type, its lowest and its highest value (None: no highest).

@@ -24,6 +24,10 @@ class Status(models.TextChoices):
     CANCELLED = "cancelled"
 
 
+#: The statuses a run or an episode ends in.
+FINISHED = (Status.COMPLETED, Status.FAILED, Status.CANCELLED)
+
+
 TOKEN_FIELDS = (
     "prompt_tokens",
     "completion_tokens",
@@ -195,7 +199,7 @@ class Episode(Usage):
         null=True,
         blank=True,
         help_text="Last sign of life of the worker playing this attempt; a running episode whose worker "
-        "has been silent for longer than the lease is presumed dead (runs.execution).",
+        "has been silent for longer than the lease is presumed dead (runs.queue.leases).",
     )
 
     class Meta:

@@ -1,13 +1,15 @@
-"""Writes that touch several rows at once: creating a run, appending steps, retrying an episode."""
+"""Writes that touch several rows at once: creating a run, appending steps, retrying an episode, ending a run."""
 import random
 from collections import defaultdict
 from collections.abc import Sequence
 
 from django.db import transaction
+from django.utils import timezone
 
 from benchmark.models import Instance, ModelSpec, Suite
 from benchmark.releases import new_record_id
 from benchmark.wording import check_prompt_set, default_prompt_set
+from runs import db
 from runs.agents import is_baseline
 from runs.cost import kept_litellm_rates
 from runs.limits import check_limits
@@ -155,3 +157,22 @@ def reset_episode_for_retry(*, episode: Episode) -> Episode:
     episode.status = Status.PENDING
     episode.save()
     return episode
+
+
+@transaction.atomic
+def finish_run(*, run_id: int) -> Run:
+    """End the run if none of its episodes is pending or running; return it either way.
+
+    A cancelled run stays cancelled; otherwise it is failed when an episode failed (an
+    infrastructure failure that ``resume_run`` can retry) and completed when all completed.
+    """
+    run = Run.objects.select_for_update().get(pk=run_id)
+    progress = run.progress()
+    if progress[Status.PENDING] or progress[Status.RUNNING]:
+        return run
+    if run.status != Status.CANCELLED:
+        run.status = Status.FAILED if progress[Status.FAILED] else Status.COMPLETED
+    run.finished_at = run.finished_at or timezone.now()
+    run.save(update_fields=["status", "finished_at"])
+    db.refresh_totals(run)
+    return run

@@ -3,7 +3,7 @@
 A worker killed in the middle of an episode (by the queue's timeout, in a model call that
 outlasted the episode's wall-clock cap, or with its machine) leaves the episode running under
 a lease nobody renews. The other tasks of its run take it up when they end
-(``runs.execution.execute_episode``), but when it was the run's last task nothing else would.
+(``runs.queue.worker.execute_episode``), but when it was the run's last task nothing else would.
 ``sweep_runs`` runs every minute as a django-q2 schedule (``runs`` migration 0007) on any
 running ``qcluster``.
 """
@@ -13,8 +13,9 @@ import logging
 
 from django.db.models import Exists, OuterRef
 
-from runs.execution import look_after_run, stale_episodes
 from runs.models import Episode, Run, Status
+from runs.queue.leases import stale_episodes
+from runs.queue.worker import look_after_run
 
 logger = logging.getLogger(__name__)
 
@@ -26,12 +27,12 @@ def sweep_runs() -> dict[str, int]:
     """Recover the queue's stale episodes, send their runs' next tasks, and finish runs with nothing left.
 
     - Every stale episode whose queue task was sent (``queued_at``), in every run played here,
-      is recovered (``runs.execution.recover_stale_episode``): played again as its next
+      is recovered (``runs.queue.leases.recover_stale_episode``): played again as its next
       attempt, ended at its cap when it had lived until it, or failed after the last attempt.
       An episode played in a process of its own (``run_sync``, no task) is left to ``resume_run``.
     - Those runs' pending episodes are sent to the queue, within each run's concurrency.
     - A run played here that is still pending or running with no episode pending or running
-      is finished (``runs.execution.finish_run``).
+      is finished (``runs.services.finish_run``).
     - The leaderboard summary of every run changed is refreshed (``leaderboard.services.episodes_ended``).
 
     Each step claims its work atomically (the episode's or the run's row is locked and checked

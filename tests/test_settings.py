@@ -169,8 +169,8 @@ def test_env_number_rejects_what_is_not_a_finite_number_in_range(monkeypatch, va
 
 
 def test_leases_and_retries_come_from_the_environment(monkeypatch):
-    from runs import execution
     from runs.model.retry import RetryPolicy
+    from runs.queue import leases
 
     module = load_settings(monkeypatch, EEGAB_EPISODE_LEASE_SEC="40", EEGAB_HEARTBEAT_SEC="2.5",
                            EEGAB_MAX_EPISODE_ATTEMPTS="5", EEGAB_PROVIDER_RETRIES="1")  # fmt: skip
@@ -178,7 +178,7 @@ def test_leases_and_retries_come_from_the_environment(monkeypatch):
     assert (module.EEGAB_MAX_EPISODE_ATTEMPTS, module.EEGAB_PROVIDER_RETRIES) == (5, 1)
     defaults = load_settings(monkeypatch)
     assert (defaults.EEGAB_EPISODE_LEASE_SEC, defaults.EEGAB_HEARTBEAT_SEC, defaults.EEGAB_MAX_EPISODE_ATTEMPTS) == (
-        execution.lease_seconds(), execution.heartbeat_seconds(), execution.max_attempts())
+        leases.lease_seconds(), leases.heartbeat_seconds(), leases.max_attempts())
     assert defaults.EEGAB_PROVIDER_RETRIES == RetryPolicy.from_settings().max_retries
 
 

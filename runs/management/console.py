@@ -6,9 +6,11 @@ import json
 from django.core.management.base import CommandError
 
 from benchmark.scoring import SECONDARY_METRICS
-from runs import execution
+from runs import models
+from runs import reports
 from runs.agents import is_baseline
 from runs.models import Run, Status
+from runs.queue import dispatch, lifecycle, local
 
 BAR_WIDTH = 24
 
@@ -41,7 +43,7 @@ class ProgressBar:
         run = Run.objects.select_related("model").get(pk=run.pk)
         progress = run.progress()
         total = sum(progress.values())
-        ended = sum(progress[status] for status in execution.FINISHED)
+        ended = sum(progress[status] for status in models.FINISHED)
         failed = progress[Status.FAILED]
         tokens = run.prompt_tokens + run.completion_tokens
         cost = cost_text(run.model.provider_model, run.cost_usd, tokens=tokens)
@@ -75,7 +77,7 @@ def drive(command, run: Run, *, sync: bool, concurrency: int, wait: bool, as_jso
 
         bar.update(run)
         try:
-            execution.run_sync(run_id=run.pk, concurrency=concurrency, on_episode=on_episode)
+            local.run_sync(run_id=run.pk, concurrency=concurrency, on_episode=on_episode)
         except KeyboardInterrupt:
             raise CommandError(
                 f"Interrupted. Once the lease of the episodes being played has run out (EEGAB_EPISODE_LEASE_SEC), "
@@ -84,7 +86,7 @@ def drive(command, run: Run, *, sync: bool, concurrency: int, wait: bool, as_jso
         finally:
             bar.close()
     else:
-        released = execution.queue_run(run_id=run.pk)
+        released = dispatch.queue_run(run_id=run.pk)
         command.stderr.write(
             f"Run {run.pk}: {len(released)} episode(s) queued; the workers of `python manage.py qcluster` play them."
         )
@@ -92,7 +94,7 @@ def drive(command, run: Run, *, sync: bool, concurrency: int, wait: bool, as_jso
             command.stdout.write(json.dumps({"run_id": run.pk, "queued": len(released)}) if as_json else str(run.pk))
             return
         try:
-            execution.wait_for_run(run_id=run.pk, on_progress=bar.update)
+            lifecycle.wait_for_run(run_id=run.pk, on_progress=bar.update)
         except KeyboardInterrupt:
             raise CommandError(
                 f"Stopped waiting; run {run.pk} goes on in the workers (python manage.py cancel_run {run.pk} stops it)."
@@ -103,7 +105,7 @@ def drive(command, run: Run, *, sync: bool, concurrency: int, wait: bool, as_jso
 
 
 def report(command, run: Run, *, as_json: bool) -> None:
-    data = execution.run_report(run)
+    data = reports.run_report(run)
     command.stdout.write(json.dumps(data, ensure_ascii=False) if as_json else metrics_table(data))
 
 
@@ -125,7 +127,7 @@ def _score(value) -> str:
 
 
 def metrics_table(report: dict) -> str:
-    """The per-task metrics of ``execution.run_report`` as a text table, with Overall."""
+    """The per-task metrics of ``reports.run_report`` as a text table, with Overall."""
     synthetic = " (SYNTHETIC data)" if report["synthetic"] else ""
     progress = report["episodes"]
     lines = [

@@ -6,7 +6,7 @@ Usage (``.ci/run`` does this with its own PostgreSQL and Redis servers)::
 
 ``DATABASE_URL`` must name an empty database: it is migrated here, the demo release is built
 into a temporary ``EEGAB_DATA_ROOT`` and imported, and a ``baseline/heuristic`` run over
-every task of the demo suite is queued through ``runs.execution.queue_run`` once both clusters
+every task of the demo suite is queued through ``runs.queue.dispatch.queue_run`` once both clusters
 are up. Both clusters share the database, the broker, ``SECRET_KEY`` and the data root, as
 workers on separate machines would. When every episode has ended (within ``--timeout``), the
 clusters are stopped and the check fails unless every episode completed on its first attempt
@@ -82,8 +82,7 @@ def wait_for_episodes(run_id: int, timeout: float, clusters) -> tuple[float, int
 
     Gives up after ``timeout`` seconds, or as soon as a cluster has exited.
     """
-    from runs.execution import FINISHED
-    from runs.models import Episode
+    from runs.models import Episode, FINISHED
 
     started = time.monotonic()
     last = None
@@ -173,7 +172,8 @@ def check(args, work: Path) -> int:
 
     django.setup()
     from benchmark.models import Suite
-    from runs import execution
+    from runs import specs
+    from runs.queue import dispatch
     from runs.services import create_run
 
     began = time.monotonic()
@@ -182,7 +182,7 @@ def check(args, work: Path) -> int:
     tasks = [code.strip().upper() for code in args.tasks.split(",") if code.strip()]
     run = create_run(
         suite=Suite.objects.get(name="demo"),
-        model=execution.model_spec_for("baseline/heuristic"),
+        model=specs.model_spec_for("baseline/heuristic"),
         tasks=tasks,
         name="two qcluster workers on Redis",
         limits={"concurrency": args.concurrency},
@@ -196,7 +196,7 @@ def check(args, work: Path) -> int:
     clusters = [start_cluster(index, dict(os.environ), work) for index in range(CLUSTERS)]
     try:
         wait_until_running(clusters)
-        execution.queue_run(run_id=run.pk)
+        dispatch.queue_run(run_id=run.pk)
         elapsed, unfinished = wait_for_episodes(run.pk, args.timeout, clusters)
         exited = [f"qcluster {index} exited with status {process.returncode} during the run"
                   for index, (process, _) in enumerate(clusters) if process.poll() is not None]

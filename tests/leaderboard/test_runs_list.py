@@ -7,8 +7,9 @@ from django.urls import reverse
 from benchmark.scoring import EXPECTED_COUNTS
 from leaderboard import views
 from leaderboard.services import current_summary, refresh_run_summary
-from runs import execution
+from runs import reports, specs
 from runs.models import Run, Status
+from runs.queue import dispatch, local
 from runs.services import create_run
 from tests.runs.demo_suite import import_demo
 from tests.runs.test_workers import status_cache
@@ -139,7 +140,7 @@ def test_a_pending_run_is_not_shown_as_scored(client, run):
 
 def test_a_run_of_some_tasks_says_why_it_has_no_overall(client, suite, model_spec):
     partial = create_run(suite=suite, model=model_spec, tasks=["T3"])
-    execution.run_sync(run_id=partial.pk)
+    local.run_sync(run_id=partial.pk)
     html = page(client, reverse("leaderboard:run", args=[partial.pk]))
     assert "No Overall: it is the mean of all six tasks' primary metrics, and this run has T3." in html
     assert "not scored yet" not in html
@@ -147,7 +148,7 @@ def test_a_run_of_some_tasks_says_why_it_has_no_overall(client, suite, model_spe
 
 def test_a_baseline_run_page_says_it_is_free_and_a_priced_one_gives_its_cost(client, suite, model_spec, bench):
     baseline = create_run(suite=suite, model=model_spec, tasks=["T1"])
-    execution.run_sync(run_id=baseline.pk)
+    local.run_sync(run_id=baseline.pk)
     html = page(client, reverse("leaderboard:run", args=[baseline.pk]))
     assert "free <span class=\"muted\">(a built-in baseline calls no model)</span>" in html
     assert "$0" not in html and 'data-field="cost_usd"' not in html
@@ -180,7 +181,7 @@ def test_the_t6_cut_off_on_the_page_is_the_one_outcomes_use(bench):
 
 def test_queued_episodes_with_no_worker_say_so_and_name_the_command(client, suite, model_spec):
     queued = create_run(suite=suite, model=model_spec, tasks=["T1", "T3"])
-    execution.queue_run(run_id=queued.pk)
+    dispatch.queue_run(run_id=queued.pk)
     html = page(client, reverse("leaderboard:run", args=[queued.pk]))
     assert 'id="no-worker"' in html
     assert "no worker is running to play them" in html and "<code>python manage.py qcluster</code>" in html
@@ -202,7 +203,7 @@ def test_no_worker_notice_once_nothing_waits(client, bench):
 def test_a_run_of_two_selected_instances_is_judged_against_those_two(client):
     suite = import_demo()
     assert suite.instances.filter(task__code="T3").count() > 2
-    model = execution.model_spec_for("baseline/random")
+    model = specs.model_spec_for("baseline/random")
     selected = create_run(suite=suite, model=model, tasks=["T3"], limit=2)
 
     [pending] = client.get(reverse("api:run", args=[selected.pk])).json()["tasks"]
@@ -211,10 +212,10 @@ def test_a_run_of_two_selected_instances_is_judged_against_those_two(client):
     assert "T3 result is incomplete: missing=2, extra=0, noncompleted=0" in pending["reasons"]
     assert not pending["official"]
 
-    execution.run_sync(run_id=selected.pk)
+    local.run_sync(run_id=selected.pk)
     refresh_run_summary(selected)
     [done] = client.get(reverse("api:run", args=[selected.pk])).json()["tasks"]
     assert done["completeness"] | {"expected": 2, "completed": 2, "missing": 0} == done["completeness"]
     assert done["reasons"] == [f"T3 requires {EXPECTED_COUNTS['T3']} scenarios, found 2"]
-    scored = execution.task_summaries(selected)["T3"]
+    scored = reports.task_summaries(selected)["T3"]
     assert done["primary_score"] == scored["primary_score"]  # the same as the scorer over the run's results

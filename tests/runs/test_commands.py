@@ -9,8 +9,8 @@ from django_q.models import OrmQ
 from django_q.signing import SignedPackage
 
 from benchmark.models import ModelSpec
-from runs.execution import TASK_FUNCTION
 from runs.models import Episode, Run, Status, Step
+from runs.queue.dispatch import TASK_FUNCTION
 from tests.runs.demo_suite import import_demo
 from tests.runs.episode_server import EpisodeLLM
 

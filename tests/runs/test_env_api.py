@@ -242,7 +242,7 @@ def test_the_run_turn_limit_ends_the_episode_without_an_answer(suite):
 
 
 def test_a_cancelled_run_ends_its_running_episode_at_the_next_action(suite):
-    from runs.execution import cancel_run
+    from runs.queue.lifecycle import cancel_run
 
     run, key = external_run(suite)
     client = agent_client(key)

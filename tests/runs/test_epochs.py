@@ -15,9 +15,9 @@ from leaderboard import stats
 from leaderboard.models import RunSummary
 from leaderboard.services import epoch_agreement, overall_over_epochs, task_sample
 from runs.agents import build_agent
-from runs.execution import run_report, task_summaries
 from runs.interchange import import_official_run, official_task_summary
 from runs.models import Episode, Run, Status
+from runs.reports import run_report, task_summaries
 from runs.services import create_run
 from tests.runs.demo_suite import import_demo
 

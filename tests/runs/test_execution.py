@@ -8,11 +8,12 @@ from django.utils import timezone
 from django_q.models import OrmQ
 
 from benchmark.models import ModelSpec
-from runs import execution
-from runs.model.reply import Reply
+from runs import services, specs
 from runs.cost import Pricing, TokenUsage
 from runs.model.rate_limit import RateLimitedAgent, RateLimits, in_flight_calls, rate_limit_wait
+from runs.model.reply import Reply
 from runs.models import Episode, Run, Status, Step
+from runs.queue import dispatch, leases, lifecycle, local, worker
 from runs.services import append_step, create_run
 from runs.tasks import run_episode_task
 from tests.runs import fake_llm
@@ -141,7 +142,7 @@ def test_stale_means_silent_for_longer_than_the_lease_by_heartbeat_else_start(ra
                                                 heartbeat_at=now - timedelta(seconds=90))  # fmt: skip
     Episode.objects.filter(pk=never_beat.pk).update(status=Status.RUNNING, started_at=now - timedelta(seconds=61))
 
-    assert set(execution.stale_episodes().values_list("id", flat=True)) == {silent.pk, never_beat.pk}
+    assert set(leases.stale_episodes().values_list("id", flat=True)) == {silent.pk, never_beat.pk}
 
 
 @pytest.mark.django_db
@@ -149,7 +150,7 @@ def test_the_heartbeat_renews_the_running_episodes_it_holds_only(random_run):
     held, other, pending = episodes_of(random_run)
     old = timezone.now() - timedelta(minutes=5)
     Episode.objects.filter(pk__in=[held.pk, other.pk]).update(status=Status.RUNNING, heartbeat_at=old)
-    heartbeat = execution.Heartbeat()
+    heartbeat = leases.Heartbeat()
 
     with heartbeat.hold(held.pk), heartbeat.hold(pending.pk):
         assert heartbeat.beat() == 1
@@ -177,9 +178,9 @@ def test_release_keeps_at_most_the_runs_concurrency_in_flight(random_run, django
     first, second, third = episodes_of(random_run)
 
     with django_capture_on_commit_callbacks(execute=True):
-        assert execution.queue_run(run_id=random_run.pk) == [first.pk, second.pk]
+        assert dispatch.queue_run(run_id=random_run.pk) == [first.pk, second.pk]
     with django_capture_on_commit_callbacks(execute=True):
-        assert execution.release_episodes(run_id=random_run.pk) == []
+        assert dispatch.release_episodes(run_id=random_run.pk) == []
     assert OrmQ.objects.count() == 2
 
     with django_capture_on_commit_callbacks(execute=True):
@@ -204,7 +205,7 @@ def test_a_runs_queue_tasks_go_out_through_one_broker_connection(random_run, dja
     monkeypatch.setattr(django_q.brokers, "get_broker", counting)
     monkeypatch.setattr(django_q.tasks, "get_broker", counting)
     with django_capture_on_commit_callbacks(execute=True):
-        assert len(execution.queue_run(run_id=random_run.pk)) == 3
+        assert len(dispatch.queue_run(run_id=random_run.pk)) == 3
     assert OrmQ.objects.count() == 3 and len(made) == 1
 
 
@@ -236,10 +237,10 @@ T2_ANSWER = {"action": "final_answer", "classification": "clean", "findings": []
 @pytest.mark.django_db
 def test_cancel_stops_pending_episodes_at_once_and_running_ones_at_their_next_turn(random_run):
     t1, t2, t3 = episodes_of(random_run)
-    cancel = lambda turn: turn == 0 and execution.cancel_run(run_id=random_run.pk)  # noqa: E731
+    cancel = lambda turn: turn == 0 and lifecycle.cancel_run(run_id=random_run.pk)  # noqa: E731
     agent = ScriptedAgent([TOOL_CALL, T2_ANSWER], hook=cancel)
 
-    played = execution.play_episode(episode_id=t2.pk, agent=agent, tool_runner=lambda *args: {"ok": True})
+    played = worker.play_episode(episode_id=t2.pk, agent=agent, tool_runner=lambda *args: {"ok": True})
 
     assert played.status == Status.CANCELLED and played.ended_by == Episode.EndedBy.CANCELLED
     assert agent.turn == 1  # the second turn never asked the model
@@ -258,7 +259,7 @@ def test_resume_resets_failed_cancelled_and_stale_episodes_and_keeps_completed_o
     abandon(stale)
     kept = list(completed.steps.values_list("id", flat=True))
 
-    resumed = execution.resume_run(run_id=random_run.pk)
+    resumed = lifecycle.resume_run(run_id=random_run.pk)
 
     assert (resumed.reset, resumed.pending, resumed.running) == (2, 2, 0)
     assert resumed.run.status == Status.RUNNING and resumed.run.finished_at is None
@@ -266,7 +267,7 @@ def test_resume_resets_failed_cancelled_and_stale_episodes_and_keeps_completed_o
     assert states[failed.pk] == (Status.PENDING, 2, 0) and states[stale.pk] == (Status.PENDING, 2, 0)
     assert list(completed.steps.values_list("id", flat=True)) == kept and states[completed.pk][:2] == ("completed", 1)
 
-    execution.run_sync(run_id=random_run.pk)
+    local.run_sync(run_id=random_run.pk)
     assert Run.objects.get(pk=random_run.pk).status == Status.COMPLETED
 
 
@@ -274,7 +275,7 @@ def test_resume_resets_failed_cancelled_and_stale_episodes_and_keeps_completed_o
 def test_a_run_is_finished_only_when_no_episode_is_pending_or_running(random_run):
     first, second, third = episodes_of(random_run)
     run_episode_task(first.pk)
-    assert execution.finish_run(run_id=random_run.pk).status == Status.RUNNING
+    assert services.finish_run(run_id=random_run.pk).status == Status.RUNNING
     Episode.objects.filter(pk=second.pk).update(status=Status.FAILED)
     run_episode_task(third.pk)
 
@@ -306,7 +307,7 @@ def test_a_provider_failure_is_an_unscored_infrastructure_failure_that_resume_re
     run = model_run(suite, fake_server.api_base)
     fake_server.add(fake_llm.http_error(503, "overloaded"))
 
-    execution.run_sync(run_id=run.pk)
+    local.run_sync(run_id=run.pk)
 
     episode = run.episodes.get()
     assert (episode.status, episode.error_kind, episode.scores) == (Status.FAILED, "infrastructure", {})
@@ -314,8 +315,8 @@ def test_a_provider_failure_is_an_unscored_infrastructure_failure_that_resume_re
     assert len(fake_server.requests) == 1  # retried in the adapter only (here: not at all)
 
     fake_server.add(fake_llm.text(json.dumps({"action": "final_answer", "answer": "B"})))
-    execution.resume_run(run_id=run.pk)
-    execution.run_sync(run_id=run.pk)
+    lifecycle.resume_run(run_id=run.pk)
+    local.run_sync(run_id=run.pk)
 
     episode.refresh_from_db()
     assert (episode.status, episode.attempt, episode.scores["correct"]) == (Status.COMPLETED, 2, True)
@@ -351,7 +352,7 @@ def test_a_sync_run_plays_model_episodes_on_a_thread_pool(shared_database, monke
     with EpisodeLLM(tool_calls=0, delay_sec=0.3) as server:
         run = model_run(suite, server.api_base, limits={"concurrency": 4})
         ended = []
-        execution.run_sync(run_id=run.pk, concurrency=4, on_episode=lambda episode, error: ended.append(error))
+        local.run_sync(run_id=run.pk, concurrency=4, on_episode=lambda episode, error: ended.append(error))
 
     assert ended == [None] * 4
     episodes = list(run.episodes.all())
@@ -377,14 +378,14 @@ def test_a_sync_run_on_a_thread_pool_makes_its_tool_calls_in_tool_processes_with
             return super().call(path, tool_name, arguments, **options)
 
     counted = CountedProcesses(2)
-    monkeypatch.setattr(execution, "shared_tool_processes", lambda: counted)
+    monkeypatch.setattr(local, "shared_tool_processes", lambda: counted)
     monkeypatch.setenv("FAKE_LLM_KEY", "sk-test")
     suite = tiny_suite("T3", 3)
     # A header tool, answered in this process, then one that reads samples, made in a tool process.
     with EpisodeLLM(tool_calls=2, tools=("get_recording_info", "compute_temporal_features")) as server:
         run = model_run(suite, server.api_base, tasks=("T3",), limits={"concurrency": 3})
         try:
-            execution.run_sync(run_id=run.pk, concurrency=3)
+            local.run_sync(run_id=run.pk, concurrency=3)
         finally:
             counted.close()
 
@@ -462,8 +463,8 @@ def test_calls_in_flight_in_this_process_count_against_the_limit(random_run):
 @pytest.mark.django_db
 def test_model_spec_for_reuses_a_spec_of_the_model_and_refuses_a_name_taken_by_another():
     ModelSpec.objects.create(name="GPT-4o", provider_model="openai/gpt-4o")
-    assert execution.model_spec_for("openai/gpt-4o").name == "GPT-4o"
-    assert execution.model_spec_for("openai/gpt-4o", name="GPT-4o").name == "GPT-4o"
+    assert specs.model_spec_for("openai/gpt-4o").name == "GPT-4o"
+    assert specs.model_spec_for("openai/gpt-4o", name="GPT-4o").name == "GPT-4o"
     with pytest.raises(ValueError, match="already used for openai/gpt-4o"):
-        execution.model_spec_for("openai/gpt-4o-mini", name="GPT-4o")
-    assert execution.model_spec_for("baseline/heuristic").is_open_weight is True
+        specs.model_spec_for("openai/gpt-4o-mini", name="GPT-4o")
+    assert specs.model_spec_for("baseline/heuristic").is_open_weight is True

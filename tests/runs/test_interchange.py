@@ -15,10 +15,11 @@ from django.core.management import CommandError, call_command
 from benchmark.models import ModelSpec, Suite
 from benchmark.scoring import ScoringItem, benchmark_summary, score_task
 from benchmark.scoring.files import load_items
-from runs import execution
-from runs.interchange import InterchangeError, export_run, import_official_run, official_task_summary
+from runs import reports, services, specs
 from runs.episode.transcript import replay_messages
+from runs.interchange import InterchangeError, export_run, import_official_run, official_task_summary
 from runs.models import Episode, Run, Status, Step
+from runs.queue import worker
 from runs.services import create_run
 from tests.datafiles import OFFICIAL as UPSTREAM
 from tests.runs import fake_llm
@@ -63,12 +64,12 @@ def read_jsonl(path):
 
 def play(run, **loop_options):
     for episode in run.episodes.order_by("id"):
-        execution.play_episode(episode_id=episode.pk, **loop_options)
-    return execution.finish_run(run_id=run.pk)
+        worker.play_episode(episode_id=episode.pk, **loop_options)
+    return services.finish_run(run_id=run.pk)
 
 
 def baseline_run(suite, model="baseline/random", **options):
-    spec = execution.model_spec_for(model)
+    spec = specs.model_spec_for(model)
     return play(create_run(suite=suite, model=spec, tasks=["T1", "T2", "T3", "T4", "T5", "T6"], **options))
 
 
@@ -128,7 +129,7 @@ def test_export_then_import_gives_identical_scores_and_an_identical_export(demo,
     imported = import_official_run(path=tmp_path / "out", suite=demo, model=original.model, name="back")
 
     assert imported.source == Run.Source.IMPORTED and imported.status == Status.COMPLETED
-    assert comparable(execution.task_summaries(imported)) == comparable(execution.task_summaries(original))
+    assert comparable(reports.task_summaries(imported)) == comparable(reports.task_summaries(original))
     assert scores_by_scenario(imported) == scores_by_scenario(original)
 
     export_run(run=imported, out_dir=tmp_path / "again")
@@ -144,7 +145,7 @@ def test_export_then_import_gives_identical_scores_and_an_identical_export(demo,
 def test_the_exported_runs_score_to_the_same_numbers_from_the_official_files(demo, tmp_path):
     run = baseline_run(demo)
     export_run(run=run, out_dir=tmp_path)
-    ours = execution.task_summaries(run)
+    ours = reports.task_summaries(run)
     release = Path(demo.release.source) / "benchmark"
 
     for task in run.tasks:

@@ -10,8 +10,10 @@ import time
 import pytest
 from django.db.models import Count
 
-from runs import execution
+from runs import models
+from runs import specs
 from runs.models import Episode, Run, Status, Step
+from runs.queue import dispatch, leases, lifecycle
 from runs.services import create_run
 from tests.runs import worker
 from tests.runs.worker import wait_until
@@ -52,14 +54,14 @@ def test_a_killed_worker_leaves_its_episode_rerunnable_and_resume_scores_every_e
 ):
     monkeypatch.setenv("FAKE_LLM_KEY", "sk-test")
     suite = import_demo()
-    model = execution.model_spec_for("openai/fake-model")
+    model = specs.model_spec_for("openai/fake-model")
     with EpisodeLLM(tool_calls=TOOL_CALLS, delay_sec=0.4) as server:
         run = create_run(
             suite=suite, model=model, tasks=["T2"], limit=4, api_base=server.api_base, api_key_env="FAKE_LLM_KEY",
             settings={"temperature": 0, "max_tokens": 256, "tool_protocol": "text", "timeout_sec": 10},
             limits={"concurrency": 4},
         )  # fmt: skip
-        execution.queue_run(run_id=run.pk)
+        dispatch.queue_run(run_id=run.pk)
         cluster = start_cluster(shared_database, tmp_path, "first")
         try:
             # Kill the cluster while an episode is between its turns.
@@ -78,18 +80,18 @@ def test_a_killed_worker_leaves_its_episode_rerunnable_and_resume_scores_every_e
         time.sleep(2 * HEARTBEAT_SEC)
         assert Episode.objects.get(pk=victim.pk).status == Status.RUNNING  # nobody is left to finish it
 
-        stale = lambda: set(execution.stale_episodes(run.episodes.all()).values_list("id", flat=True))  # noqa: E731
+        stale = lambda: set(leases.stale_episodes(run.episodes.all()).values_list("id", flat=True))  # noqa: E731
         assert not stale() & set(killed)  # their leases have not run out yet
         wait_until(lambda: stale() == set(killed), timeout=10, what="the abandoned episodes to become stale")
 
-        resumed = execution.resume_run(run_id=run.pk)
+        resumed = lifecycle.resume_run(run_id=run.pk)
         assert resumed.reset == len(killed)
-        execution.queue_run(run_id=run.pk)
+        dispatch.queue_run(run_id=run.pk)
         with worker.qcluster(shared_database, workers=2, log=tmp_path / "second.log",
                              EEGAB_EPISODE_LEASE_SEC=LEASE_SEC, EEGAB_HEARTBEAT_SEC=HEARTBEAT_SEC,
                              EEGAB_PROVIDER_KEY_ENVS=["FAKE_LLM_KEY"]):  # fmt: skip
             run = wait_until(
-                lambda: Run.objects.filter(pk=run.pk, status__in=execution.FINISHED).first(),
+                lambda: Run.objects.filter(pk=run.pk, status__in=models.FINISHED).first(),
                 timeout=60,
                 what="the resumed run to finish",
             )

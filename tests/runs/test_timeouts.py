@@ -18,12 +18,14 @@ from django_q.models import OrmQ, Schedule
 
 from benchmark.models import Instance, ModelSpec, Release, Suite, Task
 from leaderboard.models import RunSummary
-from runs import execution
-from runs.model.reply import Reply
+from runs import models
+from runs import specs
 from runs.cost import Pricing
 from runs.episode.engine import run_episode
 from runs.episode.limits import EpisodeLimits, played_limits
+from runs.model.reply import Reply
 from runs.models import Episode, Run, Status, Step
+from runs.queue import dispatch, leases
 from runs.services import append_step, create_run
 from runs.sweep import SWEEP_FUNCTION, sweep_runs
 from tests.conftest import TINY_INSTANCES
@@ -148,7 +150,7 @@ def test_a_stale_attempt_that_lived_until_its_cap_ends_at_the_cap_instead_of_bei
     settings.EEGAB_EPISODE_WALL_SEC = 100.0
     episode = abandon(baseline_run(suite).episodes.first(), started_ago=1000, silent_for=880)
 
-    assert execution.recover_stale_episode(episode_id=episode.pk)
+    assert leases.recover_stale_episode(episode_id=episode.pk)
 
     episode.refresh_from_db()
     assert (episode.status, episode.ended_by, episode.attempt) == (Status.COMPLETED, COST_CAP, 1)
@@ -156,7 +158,7 @@ def test_a_stale_attempt_that_lived_until_its_cap_ends_at_the_cap_instead_of_bei
     steps = list(episode.steps.order_by("index"))
     assert [step.kind for step in steps] == [Kind.PROMPT, Kind.AGENT_MESSAGE, Kind.ERROR]
     assert steps[-1].error.startswith("stopped: wall-clock cap of 100.0 s reached after 120.0 s")
-    assert not execution.recover_stale_episode(episode_id=episode.pk)
+    assert not leases.recover_stale_episode(episode_id=episode.pk)
 
 
 @pytest.mark.django_db
@@ -164,7 +166,7 @@ def test_a_stale_attempt_lost_before_its_cap_is_played_again(suite, settings):
     settings.EEGAB_EPISODE_WALL_SEC = 100.0
     episode = abandon(baseline_run(suite).episodes.first(), started_ago=1000, silent_for=950)
 
-    assert execution.recover_stale_episode(episode_id=episode.pk)
+    assert leases.recover_stale_episode(episode_id=episode.pk)
 
     episode.refresh_from_db()
     assert (episode.status, episode.attempt, episode.steps.count(), episode.queued_at) == (Status.PENDING, 2, 0, None)
@@ -298,7 +300,7 @@ def test_with_a_qcluster_and_a_timeout_of_a_few_seconds_every_run_finishes_score
     monkeypatch.setenv("EEGAB_EPISODE_TIMEOUT", str(TIMEOUT_SEC))  # read by the cluster: a cap of 2 s
     monkeypatch.delenv("EEGAB_EPISODE_WALL_SEC", raising=False)
     suite = import_demo()
-    model = execution.model_spec_for("openai/fake-model")
+    model = specs.model_spec_for("openai/fake-model")
     settings = {"temperature": 0, "max_tokens": 256, "tool_protocol": "text", "timeout_sec": 60}
     log = tmp_path / "cluster.log"
     # One model keeps calling tools, each answer after 0.3 s; the other's first answer outlasts the timeout.
@@ -309,18 +311,18 @@ def test_with_a_qcluster_and_a_timeout_of_a_few_seconds_every_run_finishes_score
             for name, server in (("steady", steady), ("stuck", stuck))
         }
         for run in runs.values():
-            execution.queue_run(run_id=run.pk)
+            dispatch.queue_run(run_id=run.pk)
         started = time.monotonic()
         with worker.qcluster(shared_database, workers=2, log=log, EEGAB_EPISODE_LEASE_SEC=LEASE_SEC,
                              EEGAB_HEARTBEAT_SEC=HEARTBEAT_SEC, EEGAB_PROVIDER_RETRIES=0,
                              EEGAB_PROVIDER_KEY_ENVS=["FAKE_LLM_KEY"]):  # fmt: skip
             steady_run = wait_until(
-                lambda: Run.objects.filter(pk=runs["steady"].pk, status__in=execution.FINISHED).first(),
+                lambda: Run.objects.filter(pk=runs["steady"].pk, status__in=models.FINISHED).first(),
                 timeout=15, what="the loop's cap to end the steady episode",
             )  # fmt: skip
             capped_after = time.monotonic() - started
             stuck_run = wait_until(
-                lambda: Run.objects.filter(pk=runs["stuck"].pk, status__in=execution.FINISHED).first(),
+                lambda: Run.objects.filter(pk=runs["stuck"].pk, status__in=models.FINISHED).first(),
                 timeout=50, what="the sweep to end the episode of the killed worker",
             )  # fmt: skip
         elapsed = time.monotonic() - started

@@ -78,7 +78,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 import django
 django.setup()
 import numpy as np
-from runs.execution import keep_freed_memory
+from runs.queue.worker import keep_freed_memory
 
 kept = keep_freed_memory() if sys.argv[1] == "keep" else None
 temporary = np.ones(2_000_000)  # 16 MB, the size of a tool's temporary over a long recording

@@ -1,4 +1,4 @@
-"""runs.workers: a live ``manage.py qcluster`` is seen by another process (and by a run page), and is gone once it stops."""
+"""runs.queue.workers and runs.queue.dispatch: a live ``manage.py qcluster`` is seen by another process (and by a run page), and is gone once it stops."""
 import os
 
 import pytest
@@ -9,7 +9,8 @@ from benchmark.models import ModelSpec
 from runs.models import Status
 from runs.services import create_run
 
-from runs.workers import live_clusters, running_worker, workers_alive
+from runs.queue.dispatch import live_clusters, workers_alive
+from runs.queue.workers import running_worker
 from tests.runs import worker
 from tests.runs.demo_suite import import_demo
 from tests.runs.worker import wait_until

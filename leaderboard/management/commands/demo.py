@@ -18,7 +18,7 @@ from django.core.management.commands.runserver import naiveip_re
 
 from benchmark.models import Suite
 from runs.models import Run, Status
-from runs.workers import WORKER_COMMAND, running_worker
+from runs.queue.workers import WORKER_COMMAND, running_worker
 
 DEMO_SUITE = "demo"
 BASELINES = ("baseline/heuristic", "baseline/random")

@@ -1,8 +1,8 @@
 """``manage.py cancel_run ID``: stop a run."""
 from django.core.management.base import BaseCommand, CommandError
 
-from runs import execution
 from runs.management.console import get_run
+from runs.queue import lifecycle
 
 
 class Command(BaseCommand):
@@ -17,7 +17,7 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         run = get_run(options["run_id"])
         try:
-            run = execution.cancel_run(run_id=run.pk)
+            run = lifecycle.cancel_run(run_id=run.pk)
         except ValueError as exc:
             raise CommandError(str(exc)) from None
         progress = ", ".join(f"{count} {status}" for status, count in run.progress().items() if count)

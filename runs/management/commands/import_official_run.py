@@ -6,10 +6,10 @@ from django.db import transaction
 
 from benchmark.models import ModelSpec, Suite
 from runs.interchange import InterchangeError, import_official_run
-from runs.execution import new_model_spec
 from runs.management.console import report
 from runs.models import Run
 from runs.signals import episodes_ended
+from runs.specs import new_model_spec
 
 
 class Command(BaseCommand):

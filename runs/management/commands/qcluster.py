@@ -8,13 +8,15 @@ copy of them; loaded here, the workers share the parent's pages.
 from django.db import connections
 from django_q.management.commands.qcluster import Command as ClusterCommand
 
-from runs.execution import settle_process
+from runs.queue.worker import settle_process
 
 
 class Command(ClusterCommand):
     help = ClusterCommand.help + " Episodes' modules (litellm, the EEG tools) are loaded before the workers fork."
 
     def handle(self, *args, **options):
+        import runs.tasks  # noqa: F401  (the queue task's module, shared by the forked workers)
+
         settle_process(model=None)
         connections.close_all()  # a forked worker must not share the parent's database connection
         super().handle(*args, **options)

@@ -1,8 +1,8 @@
 """``manage.py rescore_run ID``: score a run's stored answers again, without calling a model."""
 from django.core.management.base import BaseCommand
 
-from runs import execution
 from runs.management.console import get_run, report
+from runs.queue import lifecycle
 
 
 class Command(BaseCommand):
@@ -14,6 +14,6 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         run = get_run(options["run_id"])
-        count = execution.rescore_run(run_id=run.pk)
+        count = lifecycle.rescore_run(run_id=run.pk)
         self.stderr.write(f"Run {run.pk}: {count} completed episode(s) rescored.")
         report(self, run, as_json=options["json"])

@@ -1,8 +1,8 @@
 """``manage.py resume_run ID``: play a run's failed, cancelled and abandoned episodes again."""
 from django.core.management.base import BaseCommand, CommandError
 
-from runs import execution
 from runs.management.console import drive, get_run, positive, report
+from runs.queue import lifecycle
 
 
 class Command(BaseCommand):
@@ -23,7 +23,7 @@ class Command(BaseCommand):
         positive(options["concurrency"], "--concurrency")
         run = get_run(options["run_id"])
         try:
-            resumed = execution.resume_run(run_id=run.pk)
+            resumed = lifecycle.resume_run(run_id=run.pk)
         except ValueError as exc:
             raise CommandError(str(exc)) from None
         self.stderr.write(

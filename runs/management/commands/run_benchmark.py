@@ -8,10 +8,10 @@ from django.db import transaction
 from benchmark.models import Suite
 from benchmark.scoring import TASK_IDS
 from benchmark.wording import PROMPT_SETS, default_prompt_set
-from runs import execution
+from runs import specs
 from runs.management.console import drive, positive
-from runs.model.routing import check_key_env
 from runs.model.agent import PAPER_MAX_TOKENS, PAPER_PROTOCOL, PAPER_TEMPERATURE
+from runs.model.routing import check_key_env
 from runs.models import MAX_EPOCHS
 from runs.services import create_run
 
@@ -131,7 +131,7 @@ class Command(BaseCommand):
                 limits[option] = options[option]
         try:
             with transaction.atomic():  # a refused run leaves no new model behind either
-                model = execution.model_spec_for(options["model"], name=options["model_name"])
+                model = specs.model_spec_for(options["model"], name=options["model_name"])
                 run = create_run(
                     suite=suite,
                     model=model,

@@ -1,10 +1,4 @@
-"""Queue workers: whether one is up, and one run as a child process (what ``manage.py demo`` serves with).
-
-Each cluster of ``python manage.py qcluster`` saves its state (``django_q.status.Stat``) every
-half second, kept for 3 seconds: in Redis with the Redis broker, in the ``Q_CLUSTER["cache"]``
-cache with the ORM broker, which the settings point at files every process shares. A cluster
-that stopped or died drops out of the list within those seconds.
-"""
+"""A queue worker run as a child process (what ``manage.py demo`` serves with); whether one is up is ``runs.queue.dispatch``'s."""
 import os
 import signal
 import subprocess
@@ -13,17 +7,12 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
 from django.conf import settings
-from django_q.conf import Conf
-from django_q.status import Stat
 
 #: What starts a worker, as a page tells it.
 WORKER_COMMAND = "python manage.py qcluster"
 #: How long a stopping cluster may take to end its workers before they are killed. An episode
 #: cut short is played again once its lease runs out (``runs.sweep``).
 STOP_GRACE_SEC = 10.0
-
-# A cluster in these states takes tasks from the broker; Stopping and Stopped ones take no more.
-_TAKING_WORK = frozenset(str(state) for state in (Conf.STARTING, Conf.IDLE, Conf.WORKING))
 
 # The child asks Linux for SIGTERM when its parent ends, however it ends (runserver leaves by
 # os._exit when it cannot serve; a parent may be SIGKILLed), so that a cluster never outlives the
@@ -36,16 +25,6 @@ if sys.platform == "linux":
         sys.exit(0)  # the parent ended before the request was made
 os.execv(sys.executable, [sys.executable, *sys.argv[2:]])
 """
-
-
-def live_clusters() -> list[Stat]:
-    """The clusters of this project (``Q_CLUSTER["name"]``) that are up and taking tasks."""
-    return [stat for stat in Stat.get_all() if str(stat.status) in _TAKING_WORK]
-
-
-def workers_alive() -> bool:
-    """Whether at least one cluster is up to play queued episodes."""
-    return bool(live_clusters())
 
 
 def start_worker(*, env: Mapping[str, str] | None = None) -> subprocess.Popen:

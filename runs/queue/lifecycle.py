@@ -1,0 +1,105 @@
+"""A run's life cycle once it exists: cancel, resume, rescore, and waiting for its end.
+
+A run moves pending → running when its first episode is claimed (the episode engine), and ends
+(``runs.services.finish_run``) once no episode is pending or running. Each change here is followed
+by ``runs.signals.episodes_ended``, on which the leaderboard refreshes the run's summary.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from runs.episode.scoring import score_prediction
+from runs.models import FINISHED, Episode, Run, Status
+from runs.queue.leases import stale_episodes
+from runs.services import finish_run, reset_episode_for_retry
+from runs.signals import episodes_ended
+
+
+@transaction.atomic
+def cancel_run(*, run_id: int) -> Run:
+    """Cancel a run: its pending (and stale) episodes at once, its running ones at their next turn."""
+    run = Run.objects.select_for_update().get(pk=run_id)
+    if run.status in (Status.COMPLETED, Status.FAILED):
+        raise ValueError(f"Run {run_id} has already ended ({run.status}); there is nothing to cancel.")
+    run.status = Status.CANCELLED
+    run.save(update_fields=["status"])
+    stale = list(stale_episodes(run.episodes.all()).values_list("id", flat=True))
+    run.episodes.filter(Q(status=Status.PENDING) | Q(pk__in=stale)).update(
+        status=Status.CANCELLED, ended_by=Episode.EndedBy.CANCELLED, finished_at=timezone.now()
+    )
+    transaction.on_commit(lambda: episodes_ended.send(sender=Run, run_id=run_id))
+    return finish_run(run_id=run_id)
+
+
+@dataclass(frozen=True)
+class Resumed:
+    """What ``resume_run`` did: the run, how many episodes it reset, and how many are left to play."""
+
+    run: Run
+    reset: int
+    pending: int
+    running: int
+
+
+@transaction.atomic
+def resume_run(*, run_id: int) -> Resumed:
+    """Make every unfinished episode of a run playable again: failed, cancelled and stale ones.
+
+    Each is reset as its next attempt (its earlier steps are discarded); completed episodes
+    are kept as they are. Pending episodes lose their queue mark, so that ``queue_run`` sends
+    them again (a task that was lost with a worker is replaced; a duplicate does nothing).
+    Runs imported from elsewhere cannot be resumed.
+    """
+    run = Run.objects.select_for_update().get(pk=run_id)
+    if run.source != Run.Source.RUN:
+        raise ValueError(f"Run {run_id} was {run.get_source_display()}; only runs played here can be resumed.")
+    stale = list(stale_episodes(run.episodes.all()).values_list("id", flat=True))
+    retry = run.episodes.filter(Q(status__in=[Status.FAILED, Status.CANCELLED]) | Q(pk__in=stale))
+    reset = 0
+    for episode in retry:
+        reset_episode_for_retry(episode=episode)
+        reset += 1
+    run.episodes.filter(status=Status.PENDING).update(queued_at=None)
+    transaction.on_commit(lambda: episodes_ended.send(sender=Run, run_id=run_id))
+    progress = run.progress()
+    if progress[Status.PENDING] or progress[Status.RUNNING]:
+        run.status = Status.RUNNING if run.started_at else Status.PENDING
+        run.finished_at = None
+        run.save(update_fields=["status", "finished_at"])
+    else:
+        run = finish_run(run_id=run_id)
+    return Resumed(run=run, reset=reset, pending=progress[Status.PENDING], running=progress[Status.RUNNING])
+
+
+@transaction.atomic
+def rescore_run(*, run_id: int) -> int:
+    """Score every completed episode's stored prediction again (no model is called); return how many.
+
+    The run's leaderboard summary is re-scored in full once the transaction commits.
+    """
+    episodes = list(
+        Episode.objects.filter(run_id=run_id, status=Status.COMPLETED).select_related("instance__task")
+    )
+    for episode in episodes:
+        episode.scores = score_prediction(episode.instance, episode.prediction)
+    Episode.objects.bulk_update(episodes, ["scores"], batch_size=500)
+    transaction.on_commit(lambda: episodes_ended.send(sender=Run, run_id=run_id, rescored=True))
+    return len(episodes)
+
+
+def wait_for_run(
+    *, run_id: int, on_progress: Callable[[Run], None] = lambda run: None, poll_sec: float = 1.0
+) -> Run:
+    """Wait until the run has ended, calling ``on_progress(run)`` at every poll."""
+    while True:
+        run = Run.objects.get(pk=run_id)
+        on_progress(run)
+        if run.status in FINISHED:
+            return run
+        time.sleep(poll_sec)

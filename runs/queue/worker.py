@@ -1,0 +1,177 @@
+"""A queue worker's side of a run: getting a process ready, playing an episode under a lease, keeping its run going.
+
+- One django-q2 task per episode (``runs.tasks.run_episode_task`` calls ``execute_episode``).
+  The episode engine claims the episode atomically (pending → running), so a duplicate task,
+  or one for a finished episode, does nothing.
+- A task delivered again for a stale episode (the broker redelivers unacknowledged tasks after
+  ``Q_CLUSTER["retry"]``) recovers it first (``runs.queue.leases``); so does every task of the
+  same run when it ends, and, every minute, the sweep of ``runs.sweep``.
+- Provider errors are retried in one layer only (``runs.model.agent.ModelAgent``); what is left
+  is an infrastructure failure: the episode fails, is not scored and can be resumed.
+- After each episode the task looks after its run (``look_after_run``): stale episodes are
+  recovered, the next pending ones sent, the run finished once nothing is left
+  (``runs.services.finish_run``), and its leaderboard summary refreshed
+  (``runs.signals.episodes_ended``; the leaderboard coalesces them).
+
+Rate limits are ``runs.model.rate_limit``'s; episodes played here get them through ``_agent_for``.
+"""
+from __future__ import annotations
+
+import gc
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from runs.agents import build_agent, is_baseline
+from runs.episode.engine import load_episode, run_episode
+from runs.episode.opening import episode_tools
+from runs.model.litellm_transport import preload_litellm
+from runs.model.rate_limit import RateLimitedAgent, RateLimits
+from runs.models import FINISHED, Episode, Run, Status
+from runs.queue.dispatch import release_episodes
+from runs.queue.leases import heartbeat, recover_stale_episode, stale_episodes
+from runs.services import finish_run
+from runs.signals import episodes_ended
+
+
+_settled_pid: int | None = None
+
+
+# glibc's mallopt parameters, and the values set: arrays up to 32 MB (glibc's largest threshold)
+# come from the heap rather than a mapping of their own, and up to 512 MB of freed heap is kept.
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+_MMAP_THRESHOLD_BYTES, _TRIM_THRESHOLD_BYTES = 32 * 2**20, 512 * 2**20
+
+
+def keep_freed_memory() -> bool:
+    """Have the C allocator keep freed memory for reuse (glibc only); True when it was told.
+
+    By default glibc gives each large block (a tool's temporary array of a long recording) a
+    mapping of its own and returns it on free, so every call faults in and zeroes fresh pages
+    (half the page faults of a T5 and a T6 session's tools in a fresh process). The memory kept
+    is bounded by the largest set of temporaries a process holds at once.
+    """
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    try:
+        mallopt = ctypes.CDLL(name).mallopt if name else None
+    except (OSError, AttributeError):  # not glibc (musl, macOS): its allocator's defaults stay
+        return False
+    if mallopt is None:
+        return False
+    return bool(mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD_BYTES)) and bool(mallopt(_M_TRIM_THRESHOLD, _TRIM_THRESHOLD_BYTES))
+
+
+def settle_process(*, model: str | None) -> None:
+    """Get this process ready to play episodes of ``model`` (of any model when None), once per process.
+
+    The modules episodes use are imported (litellm for a model, whose import alone makes
+    about half a million objects and takes seconds), then everything allocated so far is
+    moved out of the garbage collector's sight (``gc.freeze``): these objects live as long
+    as the process, and a full collection walking them stops every episode thread of the
+    process for a quarter of a second. A queue cluster calls it with None before it forks
+    its workers (``manage.py qcluster``, which imports the queue task's module first), so that
+    they share these modules rather than each import them again.
+
+    The C allocator is also told to keep freed memory for reuse (``keep_freed_memory``): the
+    tools' large temporary arrays then reuse pages the process already has, instead of asking
+    the kernel for fresh ones, zeroed page by page, on every call.
+    """
+    global _settled_pid
+    if _settled_pid == os.getpid():
+        return
+    keep_freed_memory()
+    from tools_app.registry import function_schemas
+
+    function_schemas()
+    if model is None:
+        preload_litellm()
+    elif not is_baseline(model):
+        import litellm  # noqa: F401
+    gc.freeze()
+    _settled_pid = os.getpid()
+
+
+def _agent_for(episode: Episode):
+    """The run's rate-limited agent for ``episode``, or None for the loop's default agent."""
+    limits = RateLimits.of(episode.run)
+    if not limits.active or is_baseline(episode.run.model.provider_model):
+        return None
+    return RateLimitedAgent(
+        lambda: build_agent(episode.run, episode.instance, record_id=episode.record_id, epoch=episode.epoch),
+        run_id=episode.run_id,
+        limits=limits,
+    )
+
+
+def play_episode(
+    *, episode_id: int, tool_caller: Callable[..., dict] | None = None, **loop_options
+) -> Episode | None:
+    """Play one episode in this process, under a lease; recover it first if its worker died.
+
+    An episode that is finished, or running under a live lease elsewhere, is returned as it
+    is. ``tool_caller`` makes the platform's tool calls on the episode's recording
+    (``runs.episode.opening.record_tools``; ``ToolProcesses.call`` makes them in tool processes).
+    ``loop_options`` go to ``runs.episode.engine.run_episode`` (tests and benchmarks pass an agent or a
+    tool runner). Returns None when the episode does not exist.
+    """
+    episode = load_episode(episode_id)
+    if episode is None:
+        return None
+    if episode.status == Status.RUNNING and recover_stale_episode(episode_id=episode_id):
+        episode.refresh_from_db()
+    if episode.status != Status.PENDING:
+        return episode
+    loop_options.setdefault("agent", _agent_for(episode))
+    if tool_caller is not None:
+        loop_options.setdefault("tool_runner", episode_tools(episode, call=tool_caller))
+    with heartbeat.hold(episode_id):
+        return run_episode(episode_id=episode_id, loaded=episode, **loop_options)
+
+
+def execute_episode(*, episode_id: int) -> str:
+    """The body of an episode's queue task: play it, then look after its run.
+
+    Afterwards the run's stale episodes (their workers died) are made pending again, as many
+    pending episodes as the run's concurrency allows are sent to the queue, the run is
+    finished if nothing is left, and its leaderboard summary is refreshed. Returns the
+    episode's status ("missing" when it no longer exists). An unexpected error of the loop (a
+    platform bug) propagates, so that the queue records it.
+    """
+    found = Episode.objects.filter(pk=episode_id).values_list("run_id", "run__model__provider_model").first()
+    if found is None:
+        return "missing"
+    run_id, model = found
+    settle_process(model=model)
+    try:
+        episode = play_episode(episode_id=episode_id)
+    finally:
+        look_after_run(run_id=run_id)
+    return episode.status if episode is not None else "missing"
+
+
+@dataclass(frozen=True)
+class LookedAfter:
+    """What ``look_after_run`` did: episodes recovered and sent to the queue, and whether it finished the run."""
+
+    recovered: int
+    released: int
+    finished: bool
+
+
+def look_after_run(*, run_id: int, stale=None) -> LookedAfter:
+    """Keep a queued run going: what follows an episode's end, and what the sweep does for a lost worker.
+
+    The run's stale episodes (``stale``, a queryset of them; by default all of the run's) are
+    recovered (``recover_stale_episode``), as many pending episodes as its concurrency allows
+    are sent to the queue, the run is finished if nothing is left, and its leaderboard summary
+    is refreshed. Each step claims its work atomically, so two callers at once do it once.
+    """
+    stale = stale_episodes(Episode.objects.filter(run_id=run_id) if stale is None else stale.filter(run_id=run_id))
+    recovered = sum(recover_stale_episode(episode_id=stale_id) for stale_id in stale.values_list("id", flat=True))
+    released = len(release_episodes(run_id=run_id))
+    finished = finish_run(run_id=run_id).status in FINISHED
+    episodes_ended.send(sender=Run, run_id=run_id)
+    return LookedAfter(recovered=recovered, released=released, finished=finished)

@@ -1,0 +1,147 @@
+"""A run's outcome: each task's official summary over its episodes, and the report the command line prints and exports."""
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from typing import Any
+
+from benchmark.scoring import TASK_IDS, score_task
+from benchmark.scoring import overall as official_overall
+from leaderboard.services import overall_over_epochs, refresh_run_summary
+from runs.episode.scoring import scoring_item
+from runs.models import TOKEN_FIELDS, Run, Status
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` with NaN and infinities replaced by None, recursively (strict JSON has neither)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {key: json_safe(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(item) for item in value]
+    return value
+
+
+def task_summaries(run: Run, *, epoch: int | None = None) -> dict[str, dict]:
+    """The official scorer's summary of each task of the run, over the run's episodes (of ``epoch`` only, if given).
+
+    A completed episode is scored on its prediction; a failed one counts as a result that
+    did not complete (it makes the summary unofficial and scores as an empty answer, as the
+    official scorer would see it); an episode that never ended has no result. A run of several
+    epochs is scored one epoch at a time: its epochs together hold each instance several times.
+    """
+    episodes = run.episodes.all() if epoch is None else run.episodes.filter(epoch=epoch)
+    episodes = episodes.select_related("instance__task").order_by(
+        "instance__task__code", "instance__position", "instance_id"
+    )
+    items = defaultdict(list)
+    for episode in episodes:
+        completed = episode.status == Status.COMPLETED
+        items[episode.instance.task.code].append(
+            scoring_item(
+                episode.instance,
+                episode.prediction if completed else None,
+                submitted=episode.status in (Status.COMPLETED, Status.FAILED),
+                completed=completed,
+            )
+        )
+    return {code: score_task(code, task_items) for code, task_items in sorted(items.items())}
+
+
+def _scalars(metrics: dict) -> dict:
+    return {
+        key: value
+        for key, value in metrics.items()
+        if value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
+    }
+
+
+def mean_of_primaries(summaries: dict[str, dict]) -> float | None:
+    """The mean of the six primary scores, whether or not they are official; None without all six tasks."""
+    if sorted(summaries) != list(TASK_IDS):
+        return None
+    scores = [summaries[task]["primary_score"] for task in TASK_IDS]
+    if any(score is None for score in scores):
+        return None
+    return sum(float(score) for score in scores) / len(scores)
+
+
+def run_report(run: Run, summaries: dict[str, dict] | None = None) -> dict:
+    """A run's outcome as JSON-ready data: episodes, usage, each task's metrics, and Overall.
+
+    ``tasks`` maps each task to its primary metric and score, whether that is official, why
+    not, its completeness and its scalar metrics under the official names. ``overall`` is the
+    mean of the six primary scores when the run covers all six tasks, and ``overall_official``
+    says whether it is the official Overall (all six summaries official).
+
+    A run of several epochs reports its leaderboard summary instead: each task's means over
+    epochs, each scored on its own, with an ``epochs`` entry (per-epoch primary scores, their
+    standard deviation, flip rate, and pass^k and pass@k for T1-T4), and ``overall_epochs``.
+    """
+    run = Run.objects.select_related("model", "suite__release").get(pk=run.pk)
+    if run.epochs > 1:
+        return _epochs_report(run)
+    summaries = task_summaries(run) if summaries is None else summaries
+    tasks = {
+        code: {
+            "primary_metric": summary["primary_metric"],
+            "primary_score": summary["primary_score"],
+            "official": summary["official"],
+            "reasons": summary["reasons"],
+            "n_items": summary["n_items"],
+            "completeness": summary["completeness"],
+            "metrics": _scalars(summary["metrics"]),
+        }
+        for code, summary in summaries.items()
+    }
+    return json_safe({
+        **_report_head(run),
+        "tasks": tasks,
+        "overall": mean_of_primaries(summaries),
+        "overall_official": official_overall(summaries) is not None,
+    })
+
+
+def _report_head(run: Run) -> dict:
+    return {
+        "run_id": run.pk,
+        "name": run.name,
+        "status": run.status,
+        "source": run.source,
+        "model": run.model.name,
+        "provider_model": run.model.provider_model,
+        "suite": run.suite.name,
+        "synthetic": run.suite.is_synthetic,
+        "episodes": run.progress(),
+        "usage": {
+            **{name: getattr(run, name) for name in TOKEN_FIELDS},
+            "cost_usd": None if run.cost_usd is None else float(run.cost_usd),
+        },
+    }
+
+
+def _epochs_report(run: Run) -> dict:
+    """``run_report`` of a run of several epochs, from its up-to-date leaderboard summary."""
+    summary = refresh_run_summary(run)
+    tasks = {
+        code: {
+            "primary_metric": scored["primary_metric"],
+            "primary_score": scored["primary_score"],
+            "official": scored["official"],
+            "reasons": scored["reasons"],
+            "n_items": scored["completeness"]["expected"],
+            "completeness": scored["completeness"],
+            "metrics": _scalars(scored["metrics"]),
+            "epochs": scored["epochs"],
+        }
+        for code, scored in summary.tasks.items()
+    }
+    return json_safe({
+        **_report_head(run),
+        "epochs": run.epochs,
+        "tasks": dict(sorted(tasks.items())),
+        "overall": summary.overall,
+        "overall_official": summary.overall_official,
+        "overall_epochs": overall_over_epochs(summary.tasks),
+    })
