@@ -4,13 +4,14 @@ An external run is an ordinary run (``Run.Source.EXTERNAL``) of a ``ModelSpec`` 
 agent (family ``external``), with one ``EnvironmentToken``. Its episodes go through the episode
 engine of ``runs.episode.engine``, one request per turn:
 
-- ``start_episode`` claims a pending episode (pending → running, atomically, so two requests
-  never get the same one), records its prompt step and returns the system and user prompts,
-  the tools the instance allows and its output schema.
-- ``take_action`` plays one turn: the posted action, as JSON text, is read by the official
-  text-protocol parser and carried out by the loop (``EpisodeLoop.take_turn``): the same
-  tools on the episode's own record, the same budget, limits, repair nudges and step record.
-  Between requests the loop's state is its stored record (``EpisodeLoop.resume``).
+- ``start_episode`` claims a pending episode (``claim_episode``: pending → running, atomically,
+  so two requests never get the same one), opens it (``open_episode``: its prompt step) and
+  returns the system and user prompts, the tools the instance allows and its output schema.
+- ``take_action`` plays one turn: the posted action, as JSON text, is the agent's reply to the
+  turn (``EpisodeLoop.begin_turn``, ``EpisodeLoop.end_turn``), read by the official
+  text-protocol parser and carried out as any agent's: the same tools on the episode's own
+  record, the same budget, limits, repair nudges and step record. Between requests the loop's
+  state is its stored record (``resume_episode``).
 - A turn is claimed by moving ``Episode.n_turns`` on by one while it still has the value read,
   so two actions sent at once on one episode cannot both be played; each action also renews
   the episode's lease (``heartbeat_at``). Different episodes of a run run concurrently.
@@ -26,7 +27,6 @@ from __future__ import annotations
 
 import json
 import secrets
-import traceback
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -36,15 +36,24 @@ from django.db.models import F
 from django.utils import timezone
 
 from benchmark.models import ModelSpec, Suite
-from runs import db, protocol
+from runs import db
 from runs.cost import Pricing
-from runs.episode.engine import EpisodeLoop, Outcome, ToolBug, finish_episode, load_episode
+from runs.episode.engine import (
+    claim_episode,
+    finish_episode,
+    load_episode,
+    open_episode,
+    record_crash,
+    resume_episode,
+)
 from runs.episode.limits import EpisodeLimits
-from runs.episode.opening import allowed_tool_names, episode_tools, opening, run_wording, spec_name
+from runs.episode.loop import Outcome, ToolBug
+from runs.episode.opening import allowed_tool_names, run_wording, spec_name
 from runs.episode.transcript import step_messages
+from runs.model.reply import Reply
 from runs.models import EnvironmentToken, Episode, Run, Status, Step, default_decoding_settings
 from runs.redaction import public_error
-from runs.services import append_step, create_run, finish_run
+from runs.services import create_run, finish_run
 from runs.signals import episodes_ended
 
 EXTERNAL_FAMILY = "external"
@@ -187,49 +196,28 @@ class EpisodeStart:
     limits: dict
 
 
-def _claim(episode_id: int, now) -> bool:
-    return (
-        Episode.objects.filter(pk=episode_id, status=Status.PENDING).update(
-            status=Status.RUNNING, started_at=now, heartbeat_at=now
-        )
-        == 1
-    )
-
-
 def start_episode(*, run: Run, record_id: str = "") -> EpisodeStart:
     """Start the run's next pending episode (by position), or the one on ``record_id``, and record its prompt."""
     run.refresh_from_db(fields=["status"])
     if run.status in (Status.COMPLETED, Status.FAILED, Status.CANCELLED):
         raise Conflict(f"Run {run.pk} has ended ({run.status}); it takes no new episodes.")
-    now = timezone.now()
-    pending = run.episodes.filter(status=Status.PENDING)
     if record_id:
         episode = run.episodes.filter(record_id=record_id).first()
         if episode is None:
             raise EnvironmentRefused(f"Run {run.pk} has no episode on record {record_id!r}.")
-        if not _claim(episode.pk, now):
+        claimed = claim_episode(episode.pk)
+        if claimed is None:
             raise Conflict(f"The episode on record {record_id!r} has already started ({episode.status}).")
-        claimed = episode.pk
     else:
         # Several requests may race for the next episode: each takes the first one it can claim.
+        pending = run.episodes.filter(status=Status.PENDING)
         candidates = pending.order_by("instance__task__code", "instance__position", "id").values_list("id", flat=True)
-        claimed = next((pk for pk in candidates if _claim(pk, now)), None)
+        claimed = next((episode for pk in candidates if (episode := claim_episode(pk)) is not None), None)
         if claimed is None:
             raise Conflict(f"Run {run.pk} has no pending episode left.")
-    Run.objects.filter(pk=run.pk, status=Status.PENDING).update(status=Status.RUNNING, started_at=now)
-
-    episode = load_episode(claimed)
-    instance = episode.instance
-    # The prompt is built as the loop builds it, in the run's prompt set; the agent is handed the
-    # specs of the allowed tools.
-    wording = run_wording(episode.run)
-    specs, messages = opening(instance, wording, record_id=episode.record_id)
-    append_step(
-        episode=episode,
-        kind=Step.Kind.PROMPT,
-        result={"messages": messages, "protocol": "text", "tools": None, "prompt_set": wording.name},
-    )
-    return _offer(episode, messages, specs)
+    # Opened as every episode is, in the run's prompt set; the agent is handed the specs of the allowed tools.
+    loop = open_episode(claimed, agent=ExternalAgent())
+    return _offer(claimed, loop.opening, loop.tool_specs)
 
 
 def started_episode(episode: Episode) -> EpisodeStart:
@@ -255,13 +243,6 @@ def _offer(episode: Episode, messages: list[dict], specs: list[dict]) -> Episode
         tools=[spec for spec in specs if spec_name(spec) in allowed],
         output_schema=instance.expected_output_schema or {},
         limits={"max_turns": limits.max_turns, "max_tool_calls": limits.max_tool_calls},
-    )
-
-
-def _loop(episode: Episode) -> EpisodeLoop:
-    return EpisodeLoop(
-        episode, agent=ExternalAgent(), tool_runner=episode_tools(episode), messages=[], tool_specs=[],
-        wording=run_wording(episode.run),
     )
 
 
@@ -327,21 +308,15 @@ def take_action(*, episode: Episode, action: dict) -> ActionResult:
     if episode is None:
         raise Conflict(f"Episode {episode_id} no longer exists.")
     _claim_turn(episode)
-    loop = _loop(episode)
-    loop.resume()
+    loop = resume_episode(episode, agent=ExternalAgent())
     first_new = loop.n_steps
     try:
-        outcome = loop.stop_requested()
-        if outcome is None:
-            loop.n_turns += 1
-            text = json.dumps(action, ensure_ascii=False)
-            parsed = protocol.parse_text_action(text, id_prefix=f"call_{loop.n_turns - 1}_")
-            outcome = loop.take_turn(parsed, text=text)
-            if outcome is None and loop.n_turns >= loop.limits.max_turns:
-                outcome = loop.turn_limit_reached()
-    except ToolBug as exc:
-        append_step(episode=episode, kind=Step.Kind.ERROR, error=traceback.format_exc())
-        outcome = Outcome(Status.FAILED, error_kind=Episode.ErrorKind.TOOL_BUG, error_message=str(exc))
+        try:
+            outcome = loop.begin_turn()
+            if outcome is None:  # the agent's reply is its action, as text; nobody timed it
+                outcome = loop.end_turn(Reply(content=json.dumps(action, ensure_ascii=False), latency_ms=None))
+        except ToolBug as exc:
+            outcome = record_crash(loop, episode, exc)
     except db.EpisodeLost:
         raise Conflict(f"Episode {episode_id} ended or was restarted while this action was under way.") from None
     if outcome is not None:
@@ -401,8 +376,7 @@ def end_idle_episodes(*, run_id: int | None = None, now=None) -> int:
         episode = load_episode(episode_id)
         if episode is None or episode.status != Status.RUNNING:
             continue
-        loop = _loop(episode)
-        loop.resume()
+        loop = resume_episode(episode, agent=ExternalAgent())
         message = f"abandoned: no action for {settings.EEGAB_ENV_IDLE_SEC:g} s"
         try:
             loop.record(Step.Kind.ERROR, error=message)

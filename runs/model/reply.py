@@ -37,7 +37,8 @@ class Reply:
     tool_calls : tuple of (id, name, arguments_json)
         Native tool calls, as the provider sent them.
     usage, cost_usd, latency_ms
-        Of the successful call only; failed attempts carry their own.
+        Of the successful call only; failed attempts carry their own. ``latency_ms`` is None
+        when nobody timed the reply (an external agent's action, posted to the environment API).
     failed_attempts : tuple of FailedAttempt
         The attempts retried before this reply, in order.
     finish_reason : str
@@ -48,7 +49,7 @@ class Reply:
     tool_calls: tuple[tuple[str, str, str], ...] = ()
     usage: TokenUsage | None = None
     cost_usd: Decimal | None = None
-    latency_ms: float = 0.0
+    latency_ms: float | None = 0.0
     failed_attempts: tuple[FailedAttempt, ...] = ()
     finish_reason: str = ""
 

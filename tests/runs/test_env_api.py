@@ -1,4 +1,5 @@
 """The environment API: keys and permissions on every endpoint, the whole protocol, and the example client."""
+import json
 import sys
 from io import StringIO
 from pathlib import Path
@@ -9,9 +10,15 @@ from django.core.management import call_command
 from django.urls import reverse
 from rest_framework.test import APIClient
 
+from benchmark.models import ModelSpec
 from leaderboard.models import RunSummary
 from runs import environment
+from runs.cost import Pricing
+from runs.episode import engine
+from runs.episode.engine import run_episode
+from runs.model.reply import Reply
 from runs.models import EnvironmentToken, Episode, Run, Status, Step
+from runs.services import create_run
 from tests.runs.demo_suite import import_demo
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("steps_keep_their_shapes")]
@@ -196,6 +203,41 @@ def test_an_invalid_answer_is_nudged_then_a_valid_one_is_scored_and_the_run_reac
     assert "my-agent" in str(board)
 
 
+def test_an_agents_actions_and_a_models_replies_go_through_one_engine_to_the_same_record(official_suite):
+    """The environment drives the episode engine a queue worker drives: the same texts, the same steps, the same end."""
+    actions = [{"action": "final_answer", "answer": 7}, {"action": "final_answer", "answer": "B", "thought": "alpha"}]
+    run, key = external_run(official_suite)
+    client = agent_client(key)
+    external = start(client, run).data["episode"]
+    for action in actions:
+        act(client, external, action)
+
+    class Scripted:
+        """A model whose replies are the same actions, as text."""
+
+        protocol, pricing = "text", Pricing()
+
+        def __init__(self):
+            self.replies = iter(actions)
+
+        def respond(self, messages, *, tools=None):
+            return Reply(content=json.dumps(next(self.replies), ensure_ascii=False), latency_ms=None)
+
+    model_run = create_run(
+        suite=official_suite, model=ModelSpec.objects.create(name="scripted", provider_model="openai/scripted"),
+        tasks=["T1"],
+    )
+    played = run_episode(episode_id=model_run.episodes.get().pk, agent=Scripted())
+
+    def record(episode):
+        episode = Episode.objects.get(pk=episode.pk if isinstance(episode, Episode) else episode)
+        steps = [(step.kind, step.text, step.error, step.result, step.arguments) for step in episode.steps.order_by("index")]
+        return steps, (episode.status, episode.ended_by, episode.prediction, episode.scores, episode.n_turns)
+
+    assert record(external) == record(played)
+    assert [kind for kind, *_ in record(played)[0]] == ["prompt", "agent_message", "nudge", "agent_message", "final_answer"]
+
+
 def test_after_three_nudges_the_answer_is_scored_as_given(official_suite):
     run, key = external_run(official_suite)
     client = agent_client(key)
@@ -275,7 +317,7 @@ def test_an_action_under_way_when_its_episode_is_restarted_writes_nothing(suite,
         reset_episode_for_retry(episode=episode)  # its lease lapsed: resume_run made it pending as attempt 2
         return {"_meta": {}, "record_id": arguments["record_id"]}
 
-    monkeypatch.setattr(environment, "episode_tools", lambda episode: tool_while_the_episode_is_restarted)
+    monkeypatch.setattr(engine, "episode_tools", lambda episode: tool_while_the_episode_is_restarted)
     call = {"action": "tool_call", "tool_name": "get_recording_info", "arguments": {"record_id": "x"}}
     reply = act(client, episode.pk, call)
 

@@ -11,7 +11,8 @@ from benchmark.prompts import OFFICIAL_TOOLS
 from benchmark.wording.platform import BUDGET_STUB, INVALID_TEXT_ACTION_NUDGE, SUBMIT_TOOL_NAME, TOOL_BUDGET_NUDGE
 from runs.agents import build_agent
 from runs.model.routing import TRANSPORTS
-from runs.episode.engine import ToolBug, run_episode
+from runs.episode.engine import claim_episode, run_episode
+from runs.episode.loop import ToolBug
 from runs.episode.transcript import replay_messages
 from runs.models import Episode, Run, Status, Step
 from runs.services import create_run, reset_episode_for_retry
@@ -463,6 +464,19 @@ def test_a_finished_episode_is_never_played_again(make_run, server):
     steps = kinds(first)
     again = play(run)
     assert (again.status, kinds(again), len(server.requests)) == (Status.COMPLETED, steps, 1)
+
+
+def test_of_two_claims_of_one_episode_the_first_gets_it_and_starts_the_run(make_run):
+    run = make_run()
+    episode = run.episodes.get()
+
+    first, second = claim_episode(episode.pk), claim_episode(episode.pk)
+
+    assert first is not None and first.pk == episode.pk and second is None
+    stored = Episode.objects.get(pk=episode.pk)
+    assert stored.status == Status.RUNNING and stored.started_at == stored.heartbeat_at == first.started_at
+    assert Run.objects.get(pk=run.pk).status == Status.RUNNING
+    assert claim_episode(episode.pk + 1000) is None  # no such episode
 
 
 def test_a_running_episode_is_not_claimed_twice(make_run, server):

@@ -47,6 +47,7 @@ LAYERS = {
     "episode": ENGINE,
     "episode.engine": ENGINE,
     "episode.limits": ENGINE,
+    "episode.loop": ENGINE,
     "episode.opening": ENGINE,
     "episode.scoring": ENGINE,
     "episode.transcript": ENGINE,
