@@ -296,7 +296,7 @@ Q_CLUSTER["cache"] = "queue-status"
 # Whether visitors see episodes' reference answers (outcome figures, reference labels); staff always do.
 EEGAB_PUBLIC_REFERENCES = env_bool("EEGAB_PUBLIC_REFERENCES", True)
 
-# The environment API (runs/env_api.py): requests per key, the largest body it reads, and how long
+# The environment API (runs/environment/api.py): requests per key, the largest body it reads, and how long
 # an external episode may go without an action before it is ended as abandoned.
 EEGAB_ENV_API_RATE = env_str("EEGAB_ENV_API_RATE") or "600/min"
 if not re.fullmatch(r"[1-9][0-9]*/(s|sec|second|m|min|minute|h|hour|d|day)", EEGAB_ENV_API_RATE):

@@ -15,7 +15,7 @@ def favicon(request):
 
 urlpatterns = [
     path("admin/", admin.site.urls),
-    path("api/env/", include("runs.env_urls")),
+    path("api/env/", include("runs.environment.urls")),
     path("api/", include("leaderboard.api.urls")),
     path("accounts/login/", auth_views.LoginView.as_view(next_page="leaderboard:index"), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(next_page="leaderboard:index"), name="logout"),

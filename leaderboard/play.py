@@ -26,7 +26,7 @@ from django.http import Http404
 
 from benchmark.models import Suite
 from leaderboard import episode_charts
-from runs import environment
+from runs.environment import service as environment
 from runs.models import EnvironmentToken, Episode, Run, Status, Step
 from tools_app.signal.windowed import FEATURES
 

@@ -21,8 +21,8 @@ from django.views.decorators.http import require_POST, require_safe
 
 from benchmark.models import Suite
 from leaderboard import play, views
-from runs import environment
-from runs.env_api import parse_json_body
+from runs.environment import service as environment
+from runs.environment.api import parse_json_body
 from runs.models import Episode, Status, Step
 
 

@@ -306,7 +306,7 @@ class EnvironmentToken(models.Model):
     """The key that lets an external agent drive one run's episodes through the environment API.
 
     Only the key's SHA-256 is stored; the key itself is shown once, when it is issued
-    (``runs.environment.issue_token``).
+    (``runs.environment.service.issue_token``).
     """
 
     run = models.OneToOneField(Run, on_delete=models.CASCADE, related_name="environment_token")

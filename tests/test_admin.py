@@ -4,7 +4,7 @@ from django.apps import apps
 from django.contrib import admin
 from django.urls import reverse
 
-from runs.environment import open_external_run
+from runs.environment.service import open_external_run
 from runs.models import Step
 from runs.services import append_step
 

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from benchmark.scoring import score_task
 from leaderboard.play import PLAYERS_GROUP, add_player, next_episode, play_order, player_run
-from runs import environment
+from runs.environment import service as environment
 from runs.episode.scoring import scoring_item
 from runs.models import Episode, EnvironmentToken, Status
 from tests.runs.demo_suite import import_demo

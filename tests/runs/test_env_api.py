@@ -12,7 +12,7 @@ from rest_framework.test import APIClient
 
 from benchmark.models import ModelSpec
 from leaderboard.models import RunSummary
-from runs import environment
+from runs.environment import service as environment
 from runs.cost import Pricing
 from runs.episode import engine
 from runs.episode.engine import run_episode

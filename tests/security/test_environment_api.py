@@ -8,7 +8,7 @@ from django.utils import timezone
 from django_q.models import Schedule
 from rest_framework.test import APIClient
 
-from runs import environment
+from runs.environment import service as environment
 from runs.models import Episode, Run, Status, Step
 
 pytestmark = pytest.mark.django_db
@@ -87,7 +87,7 @@ def test_an_abandoned_episode_ends_unanswered_and_its_run_finishes(agent, settin
                 format="json")  # fmt: skip
     second = client.post(reverse("env:episodes", args=[run.pk]), {}, format="json").json()
     # The agent walks away. Half an hour later the minute's sweep (a django-q2 schedule) ends it.
-    assert Schedule.objects.filter(func="runs.environment.end_idle_episodes", schedule_type="I", minutes=1).exists()
+    assert Schedule.objects.filter(func="runs.environment.service.end_idle_episodes", schedule_type="I", minutes=1).exists()
     assert environment.end_idle_episodes(now=timezone.now() + timedelta(minutes=29)) == 0
     assert environment.end_idle_episodes(now=timezone.now() + timedelta(minutes=31)) == 1
     episode = Episode.objects.get(pk=second["episode"])

@@ -9,7 +9,7 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from benchmark.models import ModelSpec
-from runs import environment
+from runs.environment import service as environment
 from runs.episode.engine import run_episode
 from runs.models import Episode, Status
 from runs.services import create_run

@@ -3,7 +3,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from benchmark.models import Suite
 from benchmark.wording import PROMPT_SETS
-from runs import environment
+from runs.environment import service as environment
 
 
 class Command(BaseCommand):

@@ -13,7 +13,7 @@ A key is sent as ``Authorization: Bearer <key>`` and is good for its own run onl
 throttled on its own (``EEGAB_ENV_API_RATE``, default 600/min). Bodies are JSON only (415
 otherwise) and at most ``EEGAB_ENV_MAX_BODY_BYTES`` (default 64 KB; 413 beyond). An episode with
 no action for ``EEGAB_ENV_IDLE_SEC`` (default 30 min) is ended as abandoned. The services are in
-``runs.environment``.
+``runs.environment.service``.
 """
 import json
 
@@ -32,7 +32,7 @@ from rest_framework.views import APIView
 
 from benchmark.models import Suite
 from benchmark.wording import PROMPT_SETS
-from runs import environment
+from runs.environment import service as environment
 from runs.limits import check_limits
 from runs.models import EnvironmentToken, Episode, Run
 

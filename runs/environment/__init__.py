@@ -1,0 +1,7 @@
+"""Episodes driven from outside, one action per request: external agent frameworks and people on the play pages.
+
+- ``service``: external runs and their keys, starting an episode, playing one action, ending
+  idle episodes; on the episode engine every other player drives (``runs.episode.engine``).
+- ``api``: the environment API, JSON over HTTP with a run's key (``/api/env/``).
+- ``urls``: its URLs.
+"""
