@@ -12,7 +12,7 @@ from runs.models import Run, Status
 from runs.queue import dispatch, local
 from runs.services import create_run
 from tests.runs.demo_suite import import_demo
-from tests.runs.test_workers import status_cache
+from tests.runs.queue.test_workers import status_cache
 
 pytestmark = pytest.mark.django_db
 

@@ -1,9 +1,18 @@
 """Fixtures the tests of runs/ share."""
 import pytest
 
+from benchmark.models import ModelSpec
 from runs.episode.transcript import STEP_RESULTS
 from runs.models import Step
+from runs.services import create_run
 from tests.runs.test_protocol import OUTPUT_SCHEMAS
+
+
+@pytest.fixture
+def random_run(suite):
+    """A ``baseline/random`` run of T1, T2 and T3 on the conftest suite, not played yet."""
+    model = ModelSpec.objects.create(name="random", provider_model="baseline/random")
+    return create_run(suite=suite, model=model, tasks=["T1", "T2", "T3"], name="random run")
 
 
 @pytest.fixture

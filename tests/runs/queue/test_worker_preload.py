@@ -10,7 +10,7 @@ from django.core.management import get_commands, load_command_class
 
 from runs.management.commands.qcluster import Command as PreloadingCluster
 
-ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
+ROOT = __import__("pathlib").Path(__file__).resolve().parents[3]
 
 FIRST_CALL = """
 import json, os, sys, threading

@@ -23,7 +23,7 @@ from tests.runs.demo_suite import import_demo
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("steps_keep_their_shapes")]
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 
 
 @pytest.fixture(autouse=True)

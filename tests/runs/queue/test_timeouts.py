@@ -32,7 +32,7 @@ from tests.conftest import TINY_INSTANCES
 from tests.runs import worker
 from tests.runs.worker import wait_until
 from tests.runs.episode_server import EpisodeLLM
-from tests.runs.test_episode_engine import TOOL_SPECS, Tools, build_messages, tool_call
+from tests.runs.episode.test_engine import TOOL_SPECS, Tools, build_messages, tool_call
 from tests.test_settings import load_settings
 
 Kind = Step.Kind
