@@ -18,6 +18,7 @@ Rate limits are ``runs.model.rate_limit``'s; episodes played here get them throu
 from __future__ import annotations
 
 import gc
+import logging
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,13 +26,16 @@ from dataclasses import dataclass
 from runs.agents import build_agent, is_baseline
 from runs.episode.engine import load_episode, run_episode
 from runs.episode.opening import episode_tools
-from runs.model.litellm_transport import preload_litellm
+from benchmark.wording import PROMPT_SETS, PromptSetUnavailable, prompt_set
+from runs.model.litellm_transport import preload_litellm, warm_up
 from runs.model.rate_limit import RateLimitedAgent, RateLimits
 from runs.models import FINISHED, Episode, Run, Status
 from runs.queue.dispatch import release_episodes
 from runs.queue.leases import heartbeat, recover_stale_episode, stale_episodes
 from runs.services import finish_run
 from runs.signals import episodes_ended
+
+logger = logging.getLogger(__name__)
 
 
 _settled_pid: int | None = None
@@ -83,15 +87,36 @@ def settle_process(*, model: str | None) -> None:
     if _settled_pid == os.getpid():
         return
     keep_freed_memory()
+    import tools_app.views  # noqa: F401  (a tool result's text, which every tool call's step records)
     from tools_app.registry import function_schemas
 
     function_schemas()
+    for name in PROMPT_SETS:  # the wording of either prompt set a run may have been created with
+        try:
+            prompt_set(name)
+        except PromptSetUnavailable:
+            continue
     if model is None:
         preload_litellm()
     elif not is_baseline(model):
         import litellm  # noqa: F401
     gc.freeze()
     _settled_pid = os.getpid()
+
+
+def warm_worker() -> None:
+    """Get a queue worker that has just started ready for its first episode, before it takes a task.
+
+    The worker makes its first litellm calls here, answered by a loopback server (``warm_up``),
+    rather than in its first episode: the state each process builds on a first call, and the
+    shared pages that call copies, are then ready. ``manage.py qcluster`` has each worker call
+    it as the worker starts. A warm-up that fails is logged and the worker goes on: its first
+    episode then builds what the warm-up would have.
+    """
+    try:
+        warm_up()
+    except Exception:
+        logger.exception("the worker's warm-up failed; its first model call will build what it would have")
 
 
 def _agent_for(episode: Episode):

@@ -3,12 +3,19 @@
 django-q2 forks its worker processes from the cluster's process. Without this, every worker
 imports litellm and the tool registry on its first episode (seconds of processor time each, so
 a cluster of 16 workers spends a minute on imports before its episodes move) and holds its own
-copy of them; loaded here, the workers share the parent's pages.
+copy of them; loaded here, the workers share the parent's pages. Each worker then warms up as it
+starts (``runs.queue.worker.warm_worker``), before it takes a task.
 """
 from django.db import connections
 from django_q.management.commands.qcluster import Command as ClusterCommand
+from django_q.signals import post_spawn
 
-from runs.queue.worker import settle_process
+from runs.queue.worker import settle_process, warm_worker
+
+
+def warm_spawned_worker(sender, proc_name, **kwargs):
+    """django-q2's ``post_spawn``: a worker process has started and is about to take tasks."""
+    warm_worker()
 
 
 class Command(ClusterCommand):
@@ -18,5 +25,6 @@ class Command(ClusterCommand):
         import runs.tasks  # noqa: F401  (the queue task's module, shared by the forked workers)
 
         settle_process(model=None)
+        post_spawn.connect(warm_spawned_worker, dispatch_uid="runs.warm_spawned_worker")
         connections.close_all()  # a forked worker must not share the parent's database connection
         super().handle(*args, **options)

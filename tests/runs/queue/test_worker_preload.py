@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 from django.core.management import get_commands, load_command_class
+from django_q.signals import post_spawn
 
 from runs.management.commands.qcluster import Command as PreloadingCluster
 
@@ -20,15 +21,18 @@ import django
 django.setup()
 import litellm
 from runs.model.litellm_transport import _unbuilt_pydantic_models, preload_litellm
+from runs.queue.worker import warm_worker
 from tests.runs.fake_llm import FakeLLM, text
 
-if sys.argv[1] == "preload":
+if sys.argv[1] in ("preload", "worker"):
     preload_litellm()
 threads_after_preload = [thread.name for thread in threading.enumerate()]
+if sys.argv[1] == "worker":  # as a worker of the cluster does when it starts
+    warm_worker()
 with FakeLLM() as server:
     server.add(text("hello"))
     before, unbuilt = set(sys.modules), _unbuilt_pydantic_models()
-    reply = litellm.completion(model="openai/fake-model", messages=[{"role": "user", "content": "hi"}],
+    reply = litellm.completion(model=sys.argv[2], messages=[{"role": "user", "content": "hi"}],
                                api_base=server.api_base, api_key="sk-test", num_retries=0, max_retries=0)
     loaded = sorted(set(sys.modules) - before)
     built = sorted(model.__qualname__ for model in unbuilt - _unbuilt_pydantic_models())
@@ -37,8 +41,8 @@ print(json.dumps({"threads": threads_after_preload, "loaded": loaded, "built": b
 """
 
 
-def first_call(mode: str) -> dict:
-    done = subprocess.run([sys.executable, "-c", FIRST_CALL, mode], cwd=ROOT, capture_output=True, text=True,
+def first_call(mode: str, model: str = "openai/fake-model") -> dict:
+    done = subprocess.run([sys.executable, "-c", FIRST_CALL, mode, model], cwd=ROOT, capture_output=True, text=True,
                           timeout=120, check=True)  # fmt: skip
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -54,6 +58,20 @@ def test_after_the_preload_a_first_model_call_imports_and_builds_almost_nothing_
     assert warm["threads"] == ["MainThread"]  # the parent forks workers next: it must have no other thread
 
 
+def test_after_the_preload_a_priced_models_first_call_loads_almost_nothing_either():
+    """A hosted model litellm prices takes other paths (its provider's configurations, its cost) than an unpriced one."""
+    cold, warm = first_call("cold", "openai/gpt-4o-mini"), first_call("preload", "openai/gpt-4o-mini")
+    assert cold["content"] == warm["content"] == "hello"
+    assert len(cold["loaded"]) >= 50
+    assert len(warm["loaded"]) <= 5 and warm["built"] == []
+
+
+def test_a_worker_that_warmed_up_as_it_started_loads_and_builds_nothing_on_its_first_call():
+    worker = first_call("worker", "openai/gpt-4o-mini")
+    assert worker["content"] == "hello"
+    assert (worker["loaded"], worker["built"]) == ([], [])
+
+
 def test_qcluster_is_the_preloading_command_of_runs():
     assert get_commands()["qcluster"] == "runs"
     assert isinstance(load_command_class("runs", "qcluster"), PreloadingCluster)
@@ -67,8 +85,23 @@ def test_the_preloading_command_loads_before_it_starts_the_cluster(monkeypatch):
     calls = []
     monkeypatch.setattr(qcluster, "settle_process", lambda *, model: calls.append(("settle", model)))
     monkeypatch.setattr(django_q_command.Command, "handle", lambda self, *a, **o: calls.append(("cluster", o["run_once"])))
+    monkeypatch.setattr(qcluster, "warm_worker", lambda: calls.append(("warm", None)))
     PreloadingCluster().handle(run_once=True)
     assert calls == [("settle", None), ("cluster", True)]
+
+    post_spawn.send(sender="django_q", proc_name="Process-1:1")  # what django-q2 sends in each new worker
+    assert calls[-1] == ("warm", None)
+
+
+def test_a_worker_whose_warm_up_fails_logs_it_and_goes_on(monkeypatch, caplog):
+    from runs.queue import worker
+
+    def refused():
+        raise ConnectionRefusedError("no loopback here")
+
+    monkeypatch.setattr(worker, "warm_up", refused)
+    worker.warm_worker()
+    assert "warm-up failed" in caplog.text and "no loopback here" in caplog.text
 
 
 FREED_AND_REUSED = """
