@@ -31,17 +31,12 @@ from benchmark.models import OFFICIAL_TASKS, Instance, ModelSpec, Release, Suite
 from benchmark.prompts import OFFICIAL_TOOLS
 from benchmark.scoring import PRIMARY_METRIC, SECONDARY_METRICS, TASK_IDS
 from benchmark.scoring.classification import INVALID, REFERENCE_CLASSES
+from benchmark.scoring.epochs import overall_over_epochs
 from leaderboard import stats
 from leaderboard.comparability import Comparability, comparability
 from leaderboard.models import PublishedResult, RunSummary, ShortcutAudit
 from leaderboard.published import CITATION, PAPER_BOARD, parse_parameters
-from leaderboard.services import (
-    current_summary,
-    item_score,
-    overall_over_epochs,
-    overall_resamples,
-    task_signatures,
-)
+from leaderboard.services import current_summary, item_score, overall_resamples, task_signatures
 from runs.agents import is_baseline
 from runs.cost import Pricing
 from runs.models import Episode, Run, Status, Step
@@ -106,8 +101,9 @@ class LeaderboardRow:
     (None for a published row); on a board with the paper's rows, only those and the comparable
     runs are ranked. A run of several epochs has ``epochs`` > 1: its Overall and primary scores
     are means over epochs, ``overall_epochs`` the per-epoch Overall with its standard deviation
-    (``services.overall_over_epochs``), and ``epoch_stats`` per task the summary's ``epochs``
-    entry (per-epoch scores, ``sd``, ``flip_rate``, and ``pass_hat_k`` and ``pass_at_k`` for T1-T4).
+    (``benchmark.scoring.epochs.overall_over_epochs``), and ``epoch_stats`` per task the
+    summary's ``epochs`` entry (per-epoch scores, ``sd``, ``flip_rate``, and ``pass_hat_k`` and
+    ``pass_at_k`` for T1-T4).
     """
 
     source: str

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import OrderedDict, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -31,6 +31,7 @@ from django.utils.text import slugify
 from benchmark.models import Instance, ModelSpec
 from benchmark.scoring import TASK_IDS, ScoringItem, overall, score_task
 from benchmark.scoring.classification import REFERENCE_CLASSES
+from benchmark.scoring.epochs import answered_correctly, combine_epochs, epochs_entry
 from leaderboard import stats
 from leaderboard.models import PublishedResult, RunSummary
 from leaderboard.published import CITATION, FIXTURE_DIR, PAPER_BOARD, read_published
@@ -48,10 +49,6 @@ ITEM_KEYS: dict[str, tuple[str, ...]] = {
 SUMMARY_KEYS = ("official", "reasons", "primary_metric", "primary_score", "completeness", "metrics")
 EMPTY_SIGNATURE = {"episodes": 0, "completed": 0, "failed": 0, "attempts": 0, "last_finished": None}
 EPOCH_SEC = 30
-# The tasks with one right label per instance, whose repeated runs report pass^k and pass@k.
-CLASSIFICATION_TASKS = ("T1", "T2", "T3", "T4")
-# A T6 night counts as correct from this macro-F1 on (it has no single right answer); the run page says so.
-T6_CORRECT_MACRO_F1 = 0.5
 # While a run plays, its summary is re-scored at most once per this many seconds (``episodes_ended``).
 SUMMARY_REFRESH_SEC = 10.0
 # Summaries re-scored in memory for pages, kept per process (``current_summary``).
@@ -125,43 +122,6 @@ def item_score(task: str, item: Mapping[str, Any]) -> float | None:
     if "correct" not in item:
         return None
     return 1.0 if item["correct"] else 0.0
-
-
-def is_correct(task: str, scores: Mapping[str, Any]) -> bool:
-    """Whether an answered episode is correct, from its per-item scores: the run page's rule.
-
-    T1-T4: the reference label. T5: every seizure found and no false alarm (on a seizure-free
-    record, none predicted). T6: a night's macro-F1 of at least ``T6_CORRECT_MACRO_F1``, since a
-    night has no single right answer.
-    """
-    if task == "T5":
-        return scores.get("fn") == 0 and scores.get("fp") == 0
-    if task == "T6":
-        return scores.get("macro_f1") is not None and scores["macro_f1"] >= T6_CORRECT_MACRO_F1
-    return scores.get("correct") is True
-
-
-def epoch_agreement(correct: Sequence[Sequence[bool]]) -> dict[str, float | None]:
-    """How often an instance's correctness holds across the epochs of a run.
-
-    Parameters
-    ----------
-    correct : sequence of sequence of bool, shape (n_instances, n_epochs)
-        Whether each instance was answered correctly in each epoch.
-
-    Returns
-    -------
-    dict
-        ``flip_rate``: the share of instances correct in some epochs and not in others;
-        ``pass_hat_k`` (pass^k): the share correct in every epoch; ``pass_at_k`` (pass@k): the
-        share correct in at least one. Each in [0, 1], None without instances.
-    """
-    if not correct:
-        return {"flip_rate": None, "pass_hat_k": None, "pass_at_k": None}
-    n = len(correct)
-    every = sum(all(epochs) for epochs in correct)
-    some = sum(any(epochs) for epochs in correct)
-    return {"flip_rate": (some - every) / n, "pass_hat_k": every / n, "pass_at_k": some / n}
 
 
 def task_sample(task: str, rows: list[Mapping[str, Any]]) -> stats.TaskSample | stats.EpochSample:
@@ -279,87 +239,33 @@ def _score_epoch(
     return summary, rows, completed_ids
 
 
-def _mean_over_epochs(values: list[Any]) -> Any:
-    """Epochs' metrics averaged leaf by leaf, as ``primary_score`` is.
-
-    Numbers are averaged over the epochs that have one (an epoch where a metric is undefined, None,
-    is left out; None when no epoch has it); mappings key by key; anything else (lists, text) is
-    the first epoch's.
-    """
-    def is_number(value: Any) -> bool:
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-    if all(value is None or is_number(value) for value in values):
-        known = [float(value) for value in values if value is not None]
-        return sum(known) / len(known) if known else None
-    if all(isinstance(value, Mapping) for value in values):
-        return {key: _mean_over_epochs([value.get(key) for value in values]) for key in values[0]}
-    return values[0]
-
-
-def _sd(values: Sequence[float]) -> float | None:
-    """The sample standard deviation (n - 1), None with fewer than two values."""
-    if len(values) < 2:
-        return None
-    return float(np.std(values, ddof=1))
-
-
-def _combine_epochs(summaries: list[dict], expected: int) -> dict:
-    """A task's summary over several epochs, each scored on its own by the official scorer.
-
-    ``primary_score`` and ``metrics`` are means over epochs; ``official`` holds when every epoch's
-    summary is official; ``completeness`` counts episodes, ``expected`` instances times epochs.
-    """
-    reasons = list(dict.fromkeys(reason for summary in summaries for reason in summary["reasons"]))
-    counts = {
-        key: sum(summary["completeness"][key] for summary in summaries)
-        for key in summaries[0]["completeness"] if key != "expected"
-    }
-    return {
-        "official": all(summary["official"] for summary in summaries),
-        "reasons": reasons,
-        "primary_metric": summaries[0]["primary_metric"],
-        "primary_score": _mean_over_epochs([summary["primary_score"] for summary in summaries]),
-        "completeness": {"expected": expected * len(summaries), **counts},
-        "metrics": _mean_over_epochs([summary["metrics"] for summary in summaries]),
-    }
-
-
 def _answered_correctly(code: str, episode: tuple | None, row: Mapping[str, Any]) -> bool:
     """Whether ``episode`` (``(id, status, prediction, answered)``, None: not played) is correct by ``row``."""
     if episode is None:
         return False
     _, status, _, answered = episode
-    return status == Status.COMPLETED and answered and is_correct(code, row)
+    return answered_correctly(code, row, completed=status == Status.COMPLETED, answered=answered)
 
 
 def _epochs_entry(
     code: str, instances: list[tuple], played: Mapping[int, Mapping[int, tuple]], epochs: list[tuple]
 ) -> dict[str, Any]:
-    """A task's ``epochs`` entry: ``k``, per-epoch primary ``scores``, their ``sd``, and ``epoch_agreement``.
-
-    pass^k and pass@k only for the classification tasks, where an instance has one right answer.
-    """
+    """A task's ``epochs`` entry (``epochs_entry``), from each epoch's episodes and summary rows."""
     correct = [
         [_answered_correctly(code, played[epoch].get(instance[0]), epochs[epoch][1][position])
          for epoch in range(len(epochs))]
         for position, instance in enumerate(instances)
     ]  # fmt: skip
-    agreement = epoch_agreement(correct)
-    if code not in CLASSIFICATION_TASKS:
-        agreement = {"flip_rate": agreement["flip_rate"]}
-    scores = [summary["primary_score"] for summary, _, _ in epochs]
-    return {"k": len(epochs), "scores": scores, "sd": _sd([float(score) for score in scores if score is not None]),
-            **agreement}  # fmt: skip
+    return epochs_entry(code, [summary["primary_score"] for summary, _, _ in epochs], correct)
 
 
 def _score_tasks(run: Run, codes: list[str]) -> dict[str, tuple[dict, list[dict], dict]]:
     """Score ``codes`` of ``run``: per task, its summary, its per-instance rows and its tool use.
 
     A run of several epochs scores each epoch on its own; its summary is their mean (see
-    ``_combine_epochs``) with an ``epochs`` entry (per-epoch primary scores, their standard
-    deviation, and ``epoch_agreement`` of the run page's correctness), and its rows, one per
-    instance and epoch, carry their ``epoch``.
+    ``benchmark.scoring.epochs.combine_epochs``) with an ``epochs`` entry (per-epoch primary
+    scores, their standard deviation, and the agreement of the run page's correctness over
+    epochs), and its rows, one per instance and epoch, carry their ``epoch``.
     """
     by_task: dict[str, list[tuple]] = defaultdict(list)
     for row in _instance_rows(run, codes):
@@ -393,7 +299,7 @@ def _score_tasks(run: Run, codes: list[str]) -> dict[str, tuple[dict, list[dict]
             light["completeness"] = {**summary["completeness"], "expected": len(instances)}
             scored[code] = (light, rows, tools)
             continue
-        light = _combine_epochs([summary for summary, _, _ in epochs], len(instances))
+        light = combine_epochs([summary for summary, _, _ in epochs], len(instances))
         light["epochs"] = _epochs_entry(code, instances, played, epochs)
         rows = [{**row, "epoch": epoch} for epoch, (_, epoch_rows, _) in enumerate(epochs) for row in epoch_rows]
         scored[code] = (light, rows, tools)
@@ -480,31 +386,6 @@ def _summary_now(
             [task_sample(code, items[code]) for code in TASK_IDS]
         )
     return summary
-
-
-def overall_over_epochs(tasks: Mapping[str, Mapping[str, Any]]) -> dict[str, Any] | None:
-    """Overall of each epoch of a run of several epochs, and their standard deviation.
-
-    Parameters
-    ----------
-    tasks : mapping
-        ``RunSummary.tasks``.
-
-    Returns
-    -------
-    dict or None
-        ``{"k", "scores", "sd"}``: the mean of the six primary scores of each epoch (None for an
-        epoch with a task unscored) and the sample standard deviation of those known. None when the
-        run has one epoch or lacks one of the six tasks. Their mean is the run's Overall.
-    """
-    if sorted(tasks) != list(TASK_IDS) or any("epochs" not in tasks[code] for code in TASK_IDS):
-        return None
-    k = tasks[TASK_IDS[0]]["epochs"]["k"]
-    scores = []
-    for epoch in range(k):
-        primaries = [tasks[code]["epochs"]["scores"][epoch] for code in TASK_IDS]
-        scores.append(None if None in primaries else sum(primaries) / len(primaries))
-    return {"k": k, "scores": scores, "sd": _sd([score for score in scores if score is not None])}
 
 
 def overall_resamples(

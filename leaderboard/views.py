@@ -24,6 +24,7 @@ from django.views.decorators.http import require_POST, require_safe
 
 from benchmark.models import Release, Task
 from benchmark.scoring import PRIMARY_METRIC, TASK_IDS
+from benchmark.scoring.epochs import T6_CORRECT_MACRO_F1, overall_over_epochs
 from leaderboard import charts, episode_charts, selectors
 from leaderboard.access import has_ended, is_staff, visible_episode, visible_episodes
 from leaderboard.api.serializers import LeaderboardSerializer
@@ -31,7 +32,7 @@ from leaderboard.comparability import comparability, how_called
 from leaderboard.forms import EpisodeFilterForm, NewRunForm, RunFilterForm
 from leaderboard.published import PAPER_BOARD
 from leaderboard.models import RunSummary
-from leaderboard.services import T6_CORRECT_MACRO_F1, current_summary, item_score, overall_over_epochs, task_signatures
+from leaderboard.services import current_summary, item_score, task_signatures
 from leaderboard.signal import MAX_POINTS, SIGNAL_TOOLS, read_signal, signal_window, visitor_points
 from leaderboard.templatetags.leaderboard import metric_name
 from runs import specs
@@ -65,7 +66,7 @@ _ANSWERED = Q(status=Status.COMPLETED, final_answer__isnull=False)
 # What counts as a correct answer, per task: the right label (T1-T4); every seizure found with no
 # false alarm, which on a seizure-free record means staying silent (T5); a night staged with a
 # macro-F1 of at least T6_CORRECT_MACRO_F1 (T6, which has no single right answer). The run page
-# writes this rule beside its outcome column; leaderboard.services.is_correct is the same rule.
+# writes this rule beside its outcome column; benchmark.scoring.epochs.is_correct is the same rule.
 _CORRECT = (
     Q(instance__task__code__in=["T1", "T2", "T3", "T4"], scores__correct=True)
     | Q(instance__task__code="T5", scores__fn=0, scores__fp=0)
@@ -835,8 +836,8 @@ def waiting_for_a_worker(run: Run) -> bool:
 def run_epochs(run: Run, summary: RunSummary) -> dict | None:
     """A run page's repeated-run figures: None for a run of one epoch.
 
-    Otherwise ``k``, ``overall`` (``services.overall_over_epochs``: per-epoch Overall and its
-    sd, None without all six tasks) and ``tasks``: per scored task, its summary's ``epochs``
+    Otherwise ``k``, ``overall`` (``overall_over_epochs``: per-epoch Overall and its sd, None
+    without all six tasks) and ``tasks``: per scored task, its summary's ``epochs``
     entry (per-epoch scores, sd, flip rate, and pass^k and pass@k for T1-T4) with its code,
     name and primary metric.
     """

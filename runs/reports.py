@@ -7,9 +7,9 @@ from typing import Any
 
 from benchmark.scoring import TASK_IDS, score_task
 from benchmark.scoring import overall as official_overall
-from leaderboard.services import overall_over_epochs, refresh_run_summary
+from benchmark.scoring.epochs import answered_correctly, combine_epochs, epochs_entry, overall_over_epochs
 from runs.episode.scoring import scoring_item
-from runs.models import TOKEN_FIELDS, Run, Status
+from runs.models import TOKEN_FIELDS, Episode, Run, Status
 
 
 def json_safe(value: Any) -> Any:
@@ -31,22 +31,39 @@ def task_summaries(run: Run, *, epoch: int | None = None) -> dict[str, dict]:
     official scorer would see it); an episode that never ended has no result. A run of several
     epochs is scored one epoch at a time: its epochs together hold each instance several times.
     """
+    return _summaries(_episodes_by_task(run, epoch))
+
+
+def _episodes_by_task(run: Run, epoch: int | None) -> dict[str, list[Episode]]:
+    """The run's episodes (of ``epoch`` only, if given) per task, in task order, each task's in
+    instance order: the order of its summary's ``per_item``."""
     episodes = run.episodes.all() if epoch is None else run.episodes.filter(epoch=epoch)
     episodes = episodes.select_related("instance__task").order_by(
         "instance__task__code", "instance__position", "instance_id"
     )
-    items = defaultdict(list)
+    by_task = defaultdict(list)
     for episode in episodes:
-        completed = episode.status == Status.COMPLETED
-        items[episode.instance.task.code].append(
-            scoring_item(
-                episode.instance,
-                episode.prediction if completed else None,
-                submitted=episode.status in (Status.COMPLETED, Status.FAILED),
-                completed=completed,
+        by_task[episode.instance.task.code].append(episode)
+    return dict(sorted(by_task.items()))
+
+
+def _summaries(episodes_by_task: dict[str, list[Episode]]) -> dict[str, dict]:
+    """The official scorer's summary of each task over its episodes (see ``task_summaries``)."""
+    summaries = {}
+    for code, episodes in episodes_by_task.items():
+        items = []
+        for episode in episodes:
+            completed = episode.status == Status.COMPLETED
+            items.append(
+                scoring_item(
+                    episode.instance,
+                    episode.prediction if completed else None,
+                    submitted=episode.status in (Status.COMPLETED, Status.FAILED),
+                    completed=completed,
+                )
             )
-        )
-    return {code: score_task(code, task_items) for code, task_items in sorted(items.items())}
+        summaries[code] = score_task(code, items)
+    return summaries
 
 
 def _scalars(metrics: dict) -> dict:
@@ -75,32 +92,33 @@ def run_report(run: Run, summaries: dict[str, dict] | None = None) -> dict:
     mean of the six primary scores when the run covers all six tasks, and ``overall_official``
     says whether it is the official Overall (all six summaries official).
 
-    A run of several epochs reports its leaderboard summary instead: each task's means over
-    epochs, each scored on its own, with an ``epochs`` entry (per-epoch primary scores, their
-    standard deviation, flip rate, and pass^k and pass@k for T1-T4), and ``overall_epochs``.
+    A run of several epochs reports what its leaderboard summary holds instead: each task's
+    means over epochs, each scored on its own, with an ``epochs`` entry (per-epoch primary
+    scores, their standard deviation, flip rate, and pass^k and pass@k for T1-T4), and
+    ``overall_epochs``.
     """
     run = Run.objects.select_related("model", "suite__release").get(pk=run.pk)
     if run.epochs > 1:
         return _epochs_report(run)
     summaries = task_summaries(run) if summaries is None else summaries
-    tasks = {
-        code: {
-            "primary_metric": summary["primary_metric"],
-            "primary_score": summary["primary_score"],
-            "official": summary["official"],
-            "reasons": summary["reasons"],
-            "n_items": summary["n_items"],
-            "completeness": summary["completeness"],
-            "metrics": _scalars(summary["metrics"]),
-        }
-        for code, summary in summaries.items()
-    }
     return json_safe({
         **_report_head(run),
-        "tasks": tasks,
+        "tasks": {code: _task_report(summary, summary["n_items"]) for code, summary in summaries.items()},
         "overall": mean_of_primaries(summaries),
         "overall_official": official_overall(summaries) is not None,
     })
+
+
+def _task_report(summary: dict, n_items: int) -> dict:
+    return {
+        "primary_metric": summary["primary_metric"],
+        "primary_score": summary["primary_score"],
+        "official": summary["official"],
+        "reasons": summary["reasons"],
+        "n_items": n_items,
+        "completeness": summary["completeness"],
+        "metrics": _scalars(summary["metrics"]),
+    }
 
 
 def _report_head(run: Run) -> dict:
@@ -122,26 +140,44 @@ def _report_head(run: Run) -> dict:
 
 
 def _epochs_report(run: Run) -> dict:
-    """``run_report`` of a run of several epochs, from its up-to-date leaderboard summary."""
-    summary = refresh_run_summary(run)
+    """``run_report`` of a run of several epochs: each epoch scored on its own, then combined.
+
+    The leaderboard's summary of the run is computed the same way, by the same functions
+    (``benchmark.scoring.epochs``): a task's summary is the mean of its epochs', its ``n_items``
+    counts an episode per instance and epoch, and an instance is correct in an epoch by the run
+    page's rule (``answered_correctly``). Every epoch plays the same instances (``create_run``).
+    """
+    per_epoch = [_episodes_by_task(run, epoch) for epoch in range(run.epochs)]
+    scored = [_summaries(episodes_by_task) for episodes_by_task in per_epoch]
+    # Per task, per instance (in instance order), whether each epoch answered it correctly.
+    correct: dict[str, dict[int, list[bool]]] = defaultdict(lambda: defaultdict(list))
+    for episodes_by_task, summaries in zip(per_epoch, scored):
+        for code, summary in summaries.items():
+            for episode, scores in zip(episodes_by_task[code], summary["per_item"]):
+                correct[code][episode.instance_id].append(
+                    answered_correctly(
+                        code,
+                        scores,
+                        completed=episode.status == Status.COMPLETED,
+                        answered=episode.final_answer is not None,
+                    )
+                )
+    combined = {}
+    for code in scored[0]:
+        summaries = [epoch_summaries[code] for epoch_summaries in scored]
+        combined[code] = combine_epochs(summaries, len(correct[code]))
+        combined[code]["epochs"] = epochs_entry(
+            code, [summary["primary_score"] for summary in summaries], list(correct[code].values())
+        )
     tasks = {
-        code: {
-            "primary_metric": scored["primary_metric"],
-            "primary_score": scored["primary_score"],
-            "official": scored["official"],
-            "reasons": scored["reasons"],
-            "n_items": scored["completeness"]["expected"],
-            "completeness": scored["completeness"],
-            "metrics": _scalars(scored["metrics"]),
-            "epochs": scored["epochs"],
-        }
-        for code, scored in summary.tasks.items()
+        code: {**_task_report(summary, summary["completeness"]["expected"]), "epochs": summary["epochs"]}
+        for code, summary in combined.items()
     }
     return json_safe({
         **_report_head(run),
         "epochs": run.epochs,
-        "tasks": dict(sorted(tasks.items())),
-        "overall": summary.overall,
-        "overall_official": summary.overall_official,
-        "overall_epochs": overall_over_epochs(summary.tasks),
+        "tasks": tasks,
+        "overall": mean_of_primaries(combined),
+        "overall_official": official_overall(combined) is not None,
+        "overall_epochs": overall_over_epochs(combined),
     })

@@ -10,9 +10,9 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from benchmark.models import ModelSpec
+from benchmark.scoring.epochs import overall_over_epochs
 from leaderboard import charts, stats
 from leaderboard.models import RunSummary
-from leaderboard.services import overall_over_epochs
 from runs.models import Run
 from tests.leaderboard.test_browser import browser, wait_for  # noqa: F401 (fixture)
 from tests.leaderboard.test_browser import pytestmark as browser_marks

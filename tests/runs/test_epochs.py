@@ -11,13 +11,15 @@ from django.db import IntegrityError, transaction
 
 from benchmark.models import ModelSpec
 from benchmark.scoring import TASK_IDS
+from benchmark.scoring.epochs import epoch_agreement, mean_over_epochs, overall_over_epochs
 from leaderboard import stats
 from leaderboard.models import RunSummary
-from leaderboard.services import epoch_agreement, overall_over_epochs, task_sample
+from leaderboard.services import refresh_run_summary, task_sample
 from runs.agents import build_agent
+from runs.episode.scoring import score_prediction
 from runs.interchange import import_official_run, official_task_summary
 from runs.models import Episode, Run, Status
-from runs.reports import run_report, task_summaries
+from runs.reports import json_safe, run_report, task_summaries
 from runs.services import create_run
 from tests.runs.demo_suite import import_demo
 
@@ -121,6 +123,53 @@ def test_overall_is_the_mean_of_the_per_epoch_overalls_with_their_sd(demo):
     assert report["overall_epochs"]["sd"] == pytest.approx(statistics.stdev(per_epoch))
     low, high = summary.overall_ci
     assert low <= summary.overall <= high
+
+
+def test_the_report_of_several_epochs_is_what_the_leaderboard_summary_holds(demo):
+    run, _ = random_run("--epochs", "3")
+    # Two seizure-free records answered right (no seizure) in epochs 0 and 2; in epoch 1 one
+    # failed and the other hit a limit without a final answer. The scorer sees an empty answer
+    # in both, which is right on such a record; the run page's rule counts neither as correct.
+    failed, unanswered = [
+        instance for instance in demo.instances.filter(task__code="T5") if not instance.reference["seizure_events"]
+    ][:2]
+    silent = {"action": "final_answer", "seizure_events": []}
+    for instance in (failed, unanswered):
+        run.episodes.filter(instance=instance).update(
+            prediction=silent, final_answer=silent, scores=score_prediction(instance, silent)
+        )
+    run.episodes.filter(instance=failed, epoch=1).update(status=Status.FAILED)
+    run.episodes.filter(instance=unanswered, epoch=1).update(prediction={}, final_answer=None)
+    RunSummary.objects.filter(run=run).delete()
+
+    report = run_report(run)
+
+    assert not RunSummary.objects.filter(run=run).exists()  # the report does not go through the leaderboard
+    summary = refresh_run_summary(run)
+    tasks = {
+        code: {
+            "primary_metric": scored["primary_metric"],
+            "primary_score": scored["primary_score"],
+            "official": scored["official"],
+            "reasons": scored["reasons"],
+            "n_items": scored["completeness"]["expected"],
+            "completeness": scored["completeness"],
+            "metrics": {
+                key: value for key, value in scored["metrics"].items()
+                if value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
+            },
+            "epochs": scored["epochs"],
+        }
+        for code, scored in sorted(summary.tasks.items())
+    }
+    assert list(report["tasks"]) == list(TASK_IDS)
+    assert report["tasks"] == json_safe(tasks)
+    assert report["overall"] == summary.overall
+    assert report["overall_official"] is summary.overall_official
+    assert report["overall_epochs"] == json_safe(overall_over_epochs(summary.tasks))
+    assert report["tasks"]["T5"]["completeness"]["noncompleted"] == 1
+    flips = [len(set(epochs)) > 1 for epochs in hand_correctness(run)["T5"].values()]
+    assert report["tasks"]["T5"]["epochs"]["flip_rate"] == pytest.approx(sum(flips) / len(flips))
 
 
 def test_epochs_draw_afresh_and_never_share_a_record_id(demo):
@@ -261,12 +310,10 @@ def test_the_text_report_of_several_epochs_shows_each_tasks_spread(demo):
 
 
 def test_metrics_over_epochs_average_the_epochs_that_define_them():
-    from leaderboard.services import _mean_over_epochs
-
-    assert _mean_over_epochs([0.5, None, 0.7]) == pytest.approx(0.6)
-    assert _mean_over_epochs([None, None]) is None
-    assert _mean_over_epochs([{"a": 1, "b": None}, {"a": 3, "b": 0.4}]) == {"a": 2.0, "b": 0.4}
-    assert _mean_over_epochs([["x"], ["y"]]) == ["x"]
+    assert mean_over_epochs([0.5, None, 0.7]) == pytest.approx(0.6)
+    assert mean_over_epochs([None, None]) is None
+    assert mean_over_epochs([{"a": 1, "b": None}, {"a": 3, "b": 0.4}]) == {"a": 2.0, "b": 0.4}
+    assert mean_over_epochs([["x"], ["y"]]) == ["x"]
 
 
 def test_a_nights_record_counts_once_in_the_duration_bins_however_many_epochs(demo):
