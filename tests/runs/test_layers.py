@@ -5,8 +5,7 @@ the episode engine, the queue, and the interfaces (the environment API, intercha
 commands). A module imports modules of its own layer or below, never another module's private
 name, and never the leaderboard (which listens for ``runs.signals`` instead); only ``runs.db``
 touches Django's internals, and only ``runs.queue.dispatch`` (and ``manage.py qcluster``)
-django-q2. The refactor has mended every breach, so ``ALLOWED`` is empty; a breach listed there
-that no longer happens fails the test.
+django-q2. No module of ``runs/`` breaks these rules, and none import one another in a circle.
 """
 from __future__ import annotations
 
@@ -74,12 +73,6 @@ LAYERS = {
         "cancel_run", "create_env_token", "export_run", "import_official_run", "qcluster",
         "rescore_run", "resume_run", "run_benchmark", "show_prompt")},
 }  # fmt: skip
-
-#: Breaches that exist today, each ``(importing module, what it imports)``: none are left.
-ALLOWED: set[tuple[str, str]] = set()
-
-#: Modules that import one another today; the refactor ends these circles.
-ALLOWED_CIRCLES: list[list[str]] = []
 
 #: Django's internals (query compilers, populators, backends): only ``runs.db`` may use them.
 DJANGO_INTERNALS = ("django.db.models.query", "django.db.models.sql", "django.db.backends")
@@ -224,14 +217,8 @@ def test_every_module_of_runs_has_a_layer():
 
 
 def test_runs_imports_only_its_own_layer_or_below_and_no_private_names():
-    unexpected = breaches() - ALLOWED
-    described = [f"{module} ({LAYER_NAMES[LAYERS[module]]}) imports {imported}" for module, imported in sorted(unexpected)]
+    described = [f"{module} ({LAYER_NAMES[LAYERS[module]]}) imports {imported}" for module, imported in sorted(breaches())]
     assert described == []
-
-
-def test_the_allowed_breaches_all_still_happen():
-    """An allowed breach that was mended comes off the list: the list only shrinks."""
-    assert sorted(ALLOWED - breaches()) == []
 
 
 def test_the_guard_finds_an_upward_import_a_private_name_the_leaderboard_django_internals_and_django_q(tmp_path, monkeypatch):
@@ -260,4 +247,14 @@ def test_the_guard_finds_an_upward_import_a_private_name_the_leaderboard_django_
 
 
 def test_no_modules_of_runs_import_one_another_in_a_circle():
-    assert import_circles() == ALLOWED_CIRCLES
+    assert import_circles() == []
+
+
+def test_the_guard_finds_modules_that_import_one_another_in_a_circle(tmp_path, monkeypatch):
+    files = {name: tmp_path / f"{name}.py" for name in ("tasks", "sweep", "protocol", "cost")}
+    monkeypatch.setattr("tests.runs.test_layers.module_files", lambda: files)
+    files["tasks"].write_text("from runs import sweep\n")
+    files["sweep"].write_text("import runs.tasks\nfrom runs.protocol import parse_text_action\n")
+    files["protocol"].write_text("from runs.cost import Pricing\n")
+    files["cost"].write_text("")
+    assert import_circles() == [["sweep", "tasks"]]
