@@ -17,7 +17,8 @@ from leaderboard.models import RunSummary
 from leaderboard.services import refresh_run_summary, task_sample
 from runs.agents import build_agent
 from runs.episode.scoring import score_prediction
-from runs.interchange import import_official_run, official_task_summary
+from runs.interchange.importing import import_official_run
+from runs.interchange.official import official_task_summary
 from runs.models import Episode, Run, Status
 from runs.reports import json_safe, run_report, task_summaries
 from runs.services import create_run

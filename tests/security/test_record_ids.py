@@ -5,8 +5,8 @@ import re
 import pytest
 
 from benchmark.models import ModelSpec
-from runs.interchange import export_run
 from runs.episode.engine import run_episode
+from runs.interchange.export import export_run
 from runs.models import Episode
 from runs.services import create_run, episode_record_ids
 from tests.runs.demo_suite import import_demo

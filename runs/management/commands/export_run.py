@@ -1,7 +1,8 @@
 """``manage.py export_run ID --out DIR``: write a run in the official runner's output format."""
 from django.core.management.base import BaseCommand, CommandError
 
-from runs.interchange import InterchangeError, export_run
+from runs.interchange.export import export_run
+from runs.interchange.official import InterchangeError
 from runs.management.console import get_run
 
 

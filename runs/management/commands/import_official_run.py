@@ -5,7 +5,8 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 from benchmark.models import ModelSpec, Suite
-from runs.interchange import InterchangeError, import_official_run
+from runs.interchange.importing import import_official_run
+from runs.interchange.official import InterchangeError
 from runs.management.console import report
 from runs.models import Run
 from runs.signals import episodes_ended
