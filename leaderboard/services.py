@@ -32,6 +32,7 @@ from benchmark.models import Instance, ModelSpec
 from benchmark.scoring import TASK_IDS, ScoringItem, overall, score_task
 from benchmark.scoring.classification import REFERENCE_CLASSES
 from benchmark.scoring.epochs import answered_correctly, combine_epochs, epochs_entry
+from benchmark.scoring.files import epoch_count
 from leaderboard import stats
 from leaderboard.models import PublishedResult, RunSummary
 from leaderboard.published import CITATION, FIXTURE_DIR, PAPER_BOARD, read_published
@@ -219,7 +220,9 @@ def _score_epoch(
                 completed=completed,
                 options=options,
                 duration_sec=duration_sec,
-                n_epochs=int(epochs) if epochs is not None else None,
+                # a night is scored over the answer key's epoch count, as the official scorer (and
+                # the episode's own score, runs.episode.scoring) takes it
+                n_epochs=epoch_count(reference or {}, {"n_epochs_total": epochs}) if code == "T6" else None,
             )
         )
         row = {"instance": instance_id, "episode": episode_id if completed else None}
