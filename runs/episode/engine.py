@@ -70,11 +70,13 @@ def _prompt_set_missing(episode: Episode, message: str) -> Episode:
     return episode
 
 
-def record_crash(loop: EpisodeLoop | None, episode: Episode, exc: Exception) -> Outcome:
+def record_crash(loop: EpisodeLoop | None, episode: Episode, exc: Exception, *, message: str | None = None) -> Outcome:
     """Record the traceback of an unexpected error while playing ``episode`` (a platform bug); the outcome it ends in.
 
     Call it while handling ``exc``. A tool that raised (``ToolBug``) fails the episode with error
-    kind ``tool_bug``. Raises ``runs.db.EpisodeLost`` when the attempt is no longer ours.
+    kind ``tool_bug``. The episode's error message is ``message``, by default the exception's type
+    and text. Through ``loop`` the step is written only while the attempt is still ours (else
+    ``runs.db.EpisodeLost`` is raised); without one it is appended as it is.
     """
     details = traceback.format_exc()
     if loop is None:
@@ -82,7 +84,7 @@ def record_crash(loop: EpisodeLoop | None, episode: Episode, exc: Exception) -> 
     else:
         loop.record(Kind.ERROR, error=details)
     kind = Episode.ErrorKind.TOOL_BUG if isinstance(exc, ToolBug) else ""
-    return Outcome(Status.FAILED, error_kind=kind, error_message=f"{type(exc).__name__}: {exc}")
+    return Outcome(Status.FAILED, error_kind=kind, error_message=message or f"{type(exc).__name__}: {exc}")
 
 
 def finish_episode(loop: EpisodeLoop | None, episode: Episode, outcome: Outcome) -> bool:

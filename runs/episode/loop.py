@@ -169,10 +169,12 @@ class EpisodeLoop:
                 return outcome
 
     def begin_turn(self) -> Outcome | None:
-        """Start the next turn: the episode's end when its run was cancelled or a cap was reached, else None.
+        """Start the next turn: the episode's end when its run was cancelled, a cap or the turn limit was reached, else None.
 
         A turn that starts is counted.
         """
+        if self.n_turns >= self.limits.max_turns:  # a task that allows no turn at all
+            return self.turn_limit_reached()
         outcome = self.stop_requested()
         if outcome is None:
             self.n_turns += 1

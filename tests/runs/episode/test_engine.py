@@ -378,6 +378,15 @@ def test_turn_limit_ends_with_an_empty_prediction(make_run, server):
     assert errors(episode) == ["max turns exceeded before a valid final answer"]
 
 
+def test_a_task_that_allows_no_turn_ends_at_the_turn_limit_without_asking_the_model(make_run, server):
+    from benchmark.models import Task
+
+    Task.objects.filter(code="T2").update(max_turns=0)
+    episode = play(make_run())
+    assert (episode.status, episode.ended_by, episode.n_turns) == (Status.COMPLETED, Episode.EndedBy.TURN_LIMIT, 0)
+    assert server.requests == [] and errors(episode) == ["max turns exceeded before a valid final answer"]
+
+
 def test_run_limits_cannot_raise_the_task_limits(make_run, server):
     server.add(
         fake_llm.text(tool_call("compute_psd", record_id="rec-t1-7f3a")),
