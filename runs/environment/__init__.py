@@ -5,3 +5,6 @@
 - ``api``: the environment API, JSON over HTTP with a run's key (``/api/env/``).
 - ``urls``: its URLs.
 """
+# The idle sweep's schedule named this path before migration 0010 moved it to the service: a
+# queue worker that runs a task scheduled under the old name, before the migration, still finds it.
+from runs.environment.service import end_idle_episodes  # noqa: F401

@@ -36,6 +36,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from benchmark.models import ModelSpec, Suite
+from benchmark.wording import PromptSetUnavailable
 from runs import db
 from runs.cost import Pricing
 from runs.episode.engine import (
@@ -51,7 +52,7 @@ from runs.episode.loop import Outcome, ToolBug
 from runs.episode.opening import allowed_tool_names, run_wording, spec_name
 from runs.episode.transcript import step_messages
 from runs.model.reply import Reply
-from runs.models import EnvironmentToken, Episode, Run, Status, Step, default_decoding_settings
+from runs.models import FINISHED, EnvironmentToken, Episode, Run, Status, Step, default_decoding_settings
 from runs.redaction import public_error
 from runs.services import create_run, finish_run
 from runs.signals import episodes_ended
@@ -83,6 +84,12 @@ class Conflict(EnvironmentRefused):
     """The episode or run is not in a state that allows the request (finished, not started, busy)."""
 
     status = 409
+
+
+class Unavailable(EnvironmentRefused):
+    """The server cannot serve the run's episodes now (its prompt set cannot be read here)."""
+
+    status = 503
 
 
 class ExternalAgent:
@@ -199,8 +206,20 @@ class EpisodeStart:
 def start_episode(*, run: Run, record_id: str = "") -> EpisodeStart:
     """Start the run's next pending episode (by position), or the one on ``record_id``, and record its prompt."""
     run.refresh_from_db(fields=["status"])
-    if run.status in (Status.COMPLETED, Status.FAILED, Status.CANCELLED):
+    if run.status in FINISHED:
         raise Conflict(f"Run {run.pk} has ended ({run.status}); it takes no new episodes.")
+    try:
+        with transaction.atomic():  # an episode that cannot be opened is not left claimed without its prompt
+            claimed = _claim_next(run, record_id)
+            # Opened as every episode is, in the run's prompt set; the agent is handed the specs of the allowed tools.
+            loop = open_episode(claimed, agent=ExternalAgent())
+    except PromptSetUnavailable as exc:
+        raise Unavailable(str(exc)) from None
+    return _offer(claimed, loop.opening, loop.tool_specs)
+
+
+def _claim_next(run: Run, record_id: str) -> Episode:
+    """Claim the run's episode on ``record_id``, or else its next pending one; Conflict when there is none."""
     if record_id:
         episode = run.episodes.filter(record_id=record_id).first()
         if episode is None:
@@ -215,9 +234,7 @@ def start_episode(*, run: Run, record_id: str = "") -> EpisodeStart:
         claimed = next((episode for pk in candidates if (episode := claim_episode(pk)) is not None), None)
         if claimed is None:
             raise Conflict(f"Run {run.pk} has no pending episode left.")
-    # Opened as every episode is, in the run's prompt set; the agent is handed the specs of the allowed tools.
-    loop = open_episode(claimed, agent=ExternalAgent())
-    return _offer(claimed, loop.opening, loop.tool_specs)
+    return claimed
 
 
 def started_episode(episode: Episode) -> EpisodeStart:
@@ -315,8 +332,8 @@ def take_action(*, episode: Episode, action: dict) -> ActionResult:
             outcome = loop.begin_turn()
             if outcome is None:  # the agent's reply is its action, as text; nobody timed it
                 outcome = loop.end_turn(Reply(content=json.dumps(action, ensure_ascii=False), latency_ms=None))
-        except ToolBug as exc:
-            outcome = record_crash(loop, episode, exc)
+        except ToolBug as exc:  # the agent is told what the tool did, not the platform's exception type
+            outcome = record_crash(loop, episode, exc, message=str(exc))
     except db.EpisodeLost:
         raise Conflict(f"Episode {episode_id} ended or was restarted while this action was under way.") from None
     if outcome is not None:
@@ -351,7 +368,7 @@ def end_idle_episodes(*, run_id: int | None = None, now=None) -> int:
 
     An agent that walks away leaves its episode running for ever, and its run with it. Such an
     episode ends scored as unanswered (an empty prediction), and its run finishes once every
-    episode has. Runs as a django-q2 schedule (every minute, ``runs`` migration 0006) and before
+    episode has. Runs as a django-q2 schedule (every minute, ``runs`` migrations 0006 and 0010) and before
     each environment request of a run (``run_id``). Returns how many episodes were ended.
 
     A person's episodes (a ``human`` run, played on the play pages) are left alone: a player may

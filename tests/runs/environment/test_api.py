@@ -283,6 +283,43 @@ def test_the_run_turn_limit_ends_the_episode_without_an_answer(suite):
     assert act(client, episode, {"action": "final_answer", "answer": "B"}).status_code == 409
 
 
+def test_a_tool_that_raises_fails_the_episode_as_a_tool_bug_telling_what_the_tool_did(suite, monkeypatch):
+    run, key = external_run(suite, tasks=("T3",))
+    client = agent_client(key)
+    started = start(client, run).data
+
+    def broken(instance, tool_name, arguments):
+        raise ZeroDivisionError("division by zero")
+
+    monkeypatch.setattr(engine, "episode_tools", lambda episode: broken)
+    call = {"action": "tool_call", "tool_name": "compute_psd", "arguments": {"record_id": started["record_id"]}}
+    done = act(client, started["episode"], call).data
+
+    episode = Episode.objects.get(pk=started["episode"])
+    assert done["done"] is True and done["status"] == Status.FAILED
+    assert (episode.error_kind, episode.error_message) == (
+        Episode.ErrorKind.TOOL_BUG, "compute_psd raised ZeroDivisionError: division by zero"
+    )
+    assert "ZeroDivisionError" in episode.steps.order_by("index").last().error  # the traceback, for the staff
+
+
+def test_an_episode_that_cannot_be_opened_stays_pending_and_the_agent_is_told_why(suite, monkeypatch):
+    from benchmark.wording import PromptSetUnavailable
+
+    run, key = external_run(suite)
+
+    def unreadable(run):
+        raise PromptSetUnavailable("The official prompt set needs the official package.")
+
+    monkeypatch.setattr(engine, "run_wording", unreadable)
+    refused = start(agent_client(key), run)
+
+    assert refused.status_code == 503 and "official package" in refused.data["detail"]
+    episode = run.episodes.get()
+    assert (episode.status, episode.started_at, episode.steps.count()) == (Status.PENDING, None, 0)
+    assert Run.objects.get(pk=run.pk).status == Status.PENDING
+
+
 def test_a_cancelled_run_ends_its_running_episode_at_the_next_action(suite):
     from runs.queue.lifecycle import cancel_run
 
