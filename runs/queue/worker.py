@@ -96,6 +96,8 @@ def settle_process(*, model: str | None) -> None:
             prompt_set(name)
         except PromptSetUnavailable:
             continue
+        except Exception:  # a broken install of the official package: its runs' episodes will say so
+            logger.exception("the prompt set %r could not be loaded ahead", name)
     if model is None:
         preload_litellm()
     elif not is_baseline(model):

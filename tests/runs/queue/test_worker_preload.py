@@ -86,11 +86,14 @@ def test_the_preloading_command_loads_before_it_starts_the_cluster(monkeypatch):
     monkeypatch.setattr(qcluster, "settle_process", lambda *, model: calls.append(("settle", model)))
     monkeypatch.setattr(django_q_command.Command, "handle", lambda self, *a, **o: calls.append(("cluster", o["run_once"])))
     monkeypatch.setattr(qcluster, "warm_worker", lambda: calls.append(("warm", None)))
-    PreloadingCluster().handle(run_once=True)
-    assert calls == [("settle", None), ("cluster", True)]
+    try:
+        PreloadingCluster().handle(run_once=True)
+        assert calls == [("settle", None), ("cluster", True)]
 
-    post_spawn.send(sender="django_q", proc_name="Process-1:1")  # what django-q2 sends in each new worker
-    assert calls[-1] == ("warm", None)
+        post_spawn.send(sender="django_q", proc_name="Process-1:1")  # what django-q2 sends in each new worker
+        assert calls[-1] == ("warm", None)
+    finally:  # this process is no cluster: its later tests must not warm up on a signal
+        post_spawn.disconnect(dispatch_uid="runs.warm_spawned_worker")
 
 
 def test_a_worker_whose_warm_up_fails_logs_it_and_goes_on(monkeypatch, caplog):
@@ -102,6 +105,20 @@ def test_a_worker_whose_warm_up_fails_logs_it_and_goes_on(monkeypatch, caplog):
     monkeypatch.setattr(worker, "warm_up", refused)
     worker.warm_worker()
     assert "warm-up failed" in caplog.text and "no loopback here" in caplog.text
+
+
+def test_a_prompt_set_that_fails_to_load_ahead_is_logged_and_the_process_still_settles(monkeypatch, caplog):
+    from runs.queue import worker
+
+    def broken(name):
+        raise RuntimeError(f"the {name} package is half installed")
+
+    monkeypatch.setattr(worker, "_settled_pid", None)
+    monkeypatch.setattr(worker, "prompt_set", broken)
+    monkeypatch.setattr(worker.gc, "freeze", lambda: None)  # this test process's objects stay collectable
+    worker.settle_process(model="baseline/random")
+    assert worker._settled_pid is not None
+    assert "could not be loaded ahead" in caplog.text and "half installed" in caplog.text
 
 
 FREED_AND_REUSED = """
