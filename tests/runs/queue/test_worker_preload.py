@@ -37,7 +37,7 @@ with FakeLLM() as server:
     loaded = sorted(set(sys.modules) - before)
     built = sorted(model.__qualname__ for model in unbuilt - _unbuilt_pydantic_models())
 print(json.dumps({"threads": threads_after_preload, "loaded": loaded, "built": built,
-                  "content": reply.choices[0].message.content}))
+                  "content": reply.choices[0].message.content, "batch": os.sched_getscheduler(0) == os.SCHED_BATCH}))
 """
 
 
@@ -70,6 +70,8 @@ def test_a_worker_that_warmed_up_as_it_started_loads_and_builds_nothing_on_its_f
     worker = first_call("worker", "openai/gpt-4o-mini")
     assert worker["content"] == "hello"
     assert (worker["loaded"], worker["built"]) == ([], [])
+    assert worker["batch"] is True  # scheduled as batch work, as a worker is
+    assert first_call("preload")["batch"] is False
 
 
 def test_qcluster_is_the_preloading_command_of_runs():
