@@ -45,10 +45,12 @@ NIGHTS = [(f"night-{index:02d}.edf", 8 + index % 3) for index in range(16)]  # 8
 HOURS = [f"hour-{index:02d}.edf" for index in range(16)]
 LATENCY_SEC = 0.2
 GETS = 200
-# Two workers beyond the 16 episodes each cluster plays: a django-q2 cluster may hold two tasks more
-# than it has busy workers (one queued, one being handed over, with queue_limit 1), and without
-# spare workers such an episode waits a whole episode while the other cluster has a worker idle.
-WORKERS_PER_CLUSTER = 18
+# Four workers beyond the 16 episodes each cluster plays: a django-q2 cluster may hold two tasks more
+# than it has busy workers (one queued, one being handed over, with queue_limit 1), and two clusters
+# starting together do not share 32 tasks out evenly. With two spare workers, one run in three or
+# four had an episode wait a whole episode in a full cluster while the other had a worker idle
+# (42-46 % of ideal instead of about 60 %); with four, none did in the runs measured.
+WORKERS_PER_CLUSTER = 20
 # Part 4 stands for a hosted provider's model, which litellm's price map lists (an unlisted name
 # costs litellm about 2 ms more a call: it tries every way to price it and formats the failure).
 HOSTED_MODEL = "openai/gpt-4o-mini"
