@@ -218,3 +218,77 @@ def test_precompute_records_names_what_it_cannot_do(stats, long_suite):
     (root / "data" / "night.edf").unlink()
     with pytest.raises(CommandError, match=r"1 recording\(s\) could not be read:\ndata/night.edf: Recording file not found"):
         precompute_output("long")
+
+
+def crc_checks(monkeypatch) -> list:
+    """Count the CRC-32s the statistics module computes from now on."""
+    counted = []
+    real = stored.zlib.crc32
+
+    def crc32(data, *args):
+        counted.append(1)
+        return real(data, *args)
+
+    monkeypatch.setattr(stored.zlib, "crc32", crc32)
+    return counted
+
+
+def verify_all(path):
+    """Map the recording's statistics in a fresh state and check every array (a tool process's warm-up)."""
+    from tools_app.recording import warm_statistics
+
+    fresh()
+    warm_statistics(path)
+
+
+def test_once_every_array_has_passed_later_processes_skip_the_checks(stats, night, monkeypatch):
+    first = results(night)
+    [kept] = files(stats)
+    monkeypatch.setattr(stored, "MARKER_AFTER_SEC", 0.0)
+    verify_all(night)
+    marker = stored.verified_marker(kept)
+    assert json.loads(marker.read_text()) == stored.file_stamp(kept.stat())
+
+    checks = crc_checks(monkeypatch)
+    verify_all(night)
+    fresh()
+    assert results(night) == first and checks == []
+
+
+def test_no_marker_while_the_file_is_younger_than_a_clock_tick_can_tell(stats, night, monkeypatch):
+    results(night)
+    [kept] = files(stats)
+    monkeypatch.setattr(stored, "MARKER_AFTER_SEC", 3600.0)
+    verify_all(night)
+    assert not stored.verified_marker(kept).exists()
+    checks = crc_checks(monkeypatch)
+    verify_all(night)
+    assert checks  # every process checks the arrays again
+
+
+def test_a_file_damaged_after_its_marker_was_written_is_checked_detected_and_rebuilt(stats, night, caplog):
+    import time
+
+    first = results(night)
+    [kept] = files(stats)
+    time.sleep(stored.MARKER_AFTER_SEC + 0.1)  # the file is old enough for a marker
+    verify_all(night)
+    assert stored.verified_marker(kept).exists()
+    data = bytearray(kept.read_bytes())
+    data[-5] ^= 0x40  # written in place: same inode and size, a later change time
+    kept.write_bytes(bytes(data))
+    fresh()
+    assert results(night) == first
+    assert "CRC-32" in caplog.text
+    [rebuilt] = files(stats)
+    assert rebuilt.read_bytes() != bytes(data)
+
+
+@pytest.mark.parametrize("marker", ["not json", "[1, 2, 3, 4]", "{}"])
+def test_a_marker_that_does_not_match_is_ignored(stats, night, marker, monkeypatch):
+    results(night)
+    [kept] = files(stats)
+    stored.verified_marker(kept).write_text(marker)
+    checks = crc_checks(monkeypatch)
+    verify_all(night)
+    assert checks

@@ -22,6 +22,14 @@ call reads only what it needs of the file). An array that fails its check raises
 :class:`StoreError` in the middle of a tool call; the call is then run again
 (``tools_app.registry.call_tool``), on statistics rebuilt.
 
+Once a process has checked every array of a file, it writes a marker beside it
+(``<key>.verified``) with the file's inode, size, modification and change times, and a later
+process that finds the marker matching the file skips the CRC-32s (a whole night's take
+milliseconds of every worker's first tool calls): nothing has written to the file since, as
+any write moves its change time on. The kernel keeps those times to a clock tick, so a marker
+is written only once the file's last change is at least ``MARKER_AFTER_SEC`` old; a write
+after it cannot share the change time the marker holds.
+
 Writers take an exclusive ``flock`` on ``<key>.lock`` and rename a finished temporary file
 into place, so two processes never compute the same file at once and a reader never sees
 half of one.
@@ -35,6 +43,8 @@ import json
 import logging
 import os
 import struct
+import threading
+import time
 import zlib
 from pathlib import Path
 
@@ -42,6 +52,7 @@ import numpy as np
 
 FORMAT_VERSION = 1
 MAGIC = b"EEGABST1"
+MARKER_AFTER_SEC = 1.0
 _DIGEST_BYTES = 64 * 1024
 _ALIGN = 64
 
@@ -120,8 +131,9 @@ class StatisticsFile:
             return None
 
     def discard(self) -> None:
-        with contextlib.suppress(OSError):
-            self.path.unlink()
+        for path in (self.path, verified_marker(self.path)):
+            with contextlib.suppress(OSError):
+                path.unlink()
 
     # ------------------------------------------------------------------ writing
 
@@ -166,8 +178,21 @@ class StatisticsFile:
                 temporary.unlink()
 
 
+def verified_marker(path: Path) -> Path:
+    """Where the marker that a statistics file's arrays all passed their CRC-32 lies."""
+    return path.with_suffix(".verified")
+
+
+def file_stamp(stat) -> list[int]:
+    """What changes whenever a file is written or replaced: inode, size, modification and change times."""
+    return [stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns]
+
+
 class MappedStatistics:
-    """A statistics file mapped read-only, its header checked; each array is CRC-checked on first use."""
+    """A statistics file mapped read-only, its header checked; each array is CRC-checked on first use.
+
+    Unless its marker says every array passed since the file last changed: then none is checked.
+    """
 
     def __init__(self, path: Path, geometry: dict, shapes: dict):
         with open(path, "rb") as handle:
@@ -181,7 +206,8 @@ class MappedStatistics:
                 header = json.loads(handle.read(header_length))
             except (UnicodeDecodeError, json.JSONDecodeError):
                 raise StoreError("damaged header") from None
-            size = os.fstat(handle.fileno()).st_size
+            stat = os.fstat(handle.fileno())
+            size = stat.st_size
         if not isinstance(header, dict) or header.get("geometry") != geometry:
             raise StoreError("another geometry")
         self.shapes = shapes
@@ -202,6 +228,34 @@ class MappedStatistics:
             raise StoreError("wrong length")
         self.path = path
         self._data = np.memmap(path, dtype="<f8", mode="r", offset=data_start) if self.channels else None
+        self._stamp = file_stamp(stat)
+        self._lock = threading.Lock()
+        verified = self._read_marker() == self._stamp
+        self._unchecked = set() if verified else {(index, name) for index in range(len(self.channels)) for name in shapes}
+
+    @property
+    def verified(self) -> bool:
+        """Whether every array has passed its CRC-32 (here, or in a process that left the marker)."""
+        return not self._unchecked
+
+    def _read_marker(self):
+        try:
+            return json.loads(verified_marker(self.path).read_text())
+        except (OSError, ValueError):  # none, or not ours to read: the arrays are checked
+            return None
+
+    def _write_marker(self) -> None:
+        """Record that every array passed, for later processes; left unwritten while the file is newer than a tick."""
+        if time.time_ns() - self._stamp[3] < MARKER_AFTER_SEC * 1e9:
+            return
+        marker = verified_marker(self.path)
+        temporary = marker.with_name(f"{marker.name}.{os.getpid()}.tmp")
+        try:
+            temporary.write_text(json.dumps(self._stamp))
+            os.replace(temporary, marker)
+        except OSError:  # a read-only directory: every process checks the arrays itself
+            with contextlib.suppress(OSError):
+                temporary.unlink()
 
     def scalars(self, index: int) -> dict:
         return self.channels[index]["scalars"]
@@ -211,6 +265,12 @@ class MappedStatistics:
         position = list(self.shapes).index(name)
         first = self.channels[index]["offset"] // 8 + self._starts[name]
         view = self._data[first : first + self._counts[position]]
-        if zlib.crc32(view) != self.channels[index]["crc32"][position]:
-            raise StoreError(f"channel {index}'s {name} fails its CRC-32")
+        if (index, name) in self._unchecked:
+            if zlib.crc32(view) != self.channels[index]["crc32"][position]:
+                raise StoreError(f"channel {index}'s {name} fails its CRC-32")
+            with self._lock:
+                self._unchecked.discard((index, name))
+                last = not self._unchecked
+            if last:
+                self._write_marker()
         return np.asarray(view).reshape(self.shapes[name])
