@@ -10,6 +10,7 @@ from django.utils import timezone
 from runs.agents import is_baseline
 from runs.model import openai_http
 from runs.models import Episode, Run, Status
+from runs.queue.dispatch import PLAY_ORDER
 from runs.queue.worker import play_episode, settle_process
 from runs.services import finish_run
 from runs.signals import episodes_ended
@@ -42,7 +43,7 @@ def run_sync(
     """
     run = Run.objects.select_related("model").get(pk=run_id)
     settle_process(model=run.model.provider_model)
-    ids = list(run.episodes.filter(status=Status.PENDING).order_by("id").values_list("id", flat=True))
+    ids = list(run.episodes.filter(status=Status.PENDING).order_by(*PLAY_ORDER).values_list("id", flat=True))
     if ids:  # started here once, rather than by each of the first episodes at once
         Run.objects.filter(pk=run_id, status=Status.PENDING).update(status=Status.RUNNING, started_at=timezone.now())
     limit = (run.limits or {}).get("concurrency")

@@ -11,18 +11,19 @@ from tests.runs.queue.helpers import episodes_of
 @pytest.mark.django_db
 def test_release_keeps_at_most_the_runs_concurrency_in_flight(random_run, django_capture_on_commit_callbacks):
     Run.objects.filter(pk=random_run.pk).update(limits={"concurrency": 2})
-    first, second, third = episodes_of(random_run)
+    by_task = {episode.instance.task.code: episode for episode in episodes_of(random_run)}
+    question, segment, record = by_task["T1"], by_task["T2"], by_task["T3"]  # no recording, 2 s, 23.6 s
 
     with django_capture_on_commit_callbacks(execute=True):
-        assert dispatch.queue_run(run_id=random_run.pk) == [first.pk, second.pk]
+        assert dispatch.queue_run(run_id=random_run.pk) == [record.pk, segment.pk]  # the longest recordings first
     with django_capture_on_commit_callbacks(execute=True):
         assert dispatch.release_episodes(run_id=random_run.pk) == []
     assert OrmQ.objects.count() == 2
 
     with django_capture_on_commit_callbacks(execute=True):
-        run_episode_task(first.pk)  # ends, and releases the next one
+        run_episode_task(record.pk)  # ends, and releases the next one
     assert OrmQ.objects.count() == 3
-    assert Episode.objects.get(pk=third.pk).queued_at is not None
+    assert Episode.objects.get(pk=question.pk).queued_at is not None
 
 
 @pytest.mark.django_db

@@ -1,7 +1,7 @@
 """A run played in this process: episodes on a thread pool, tool calls in tool processes."""
 import pytest
 
-from runs.models import Status, Step
+from runs.models import Episode, Status, Step
 from runs.queue import local
 from tests.runs.episode_server import EpisodeLLM
 from tests.runs.queue.helpers import model_run
@@ -80,3 +80,12 @@ def test_a_sync_run_on_a_thread_pool_makes_its_tool_calls_in_tool_processes_with
         here = call_tool(Path("tests") / instance.recording_path, step.tool_name, step.arguments, record_id=record_id,
                          metadata=instance.metadata)  # fmt: skip
         assert step.result["status"] == "ok" and step.result["content"] == here
+
+
+@pytest.mark.django_db
+def test_a_run_played_here_starts_its_longest_recordings_first(random_run):
+    local.run_sync(run_id=random_run.pk)
+
+    started = Episode.objects.filter(run=random_run).order_by("started_at")
+    # T3's 23.6-s record, T2's 2-s segment, then T1's question, which has no recording
+    assert [episode.instance.task.code for episode in started] == ["T3", "T2", "T1"]
