@@ -30,7 +30,7 @@ from runs import db
 from runs.agents import build_agent
 from runs.episode.limits import EpisodeLimits, played_limits
 from runs.episode.loop import EndedBy, EpisodeLoop, Kind, Outcome, ToolBug
-from runs.episode.opening import episode_tools, run_wording
+from runs.episode.opening import episode_tools, opening, run_wording
 from runs.episode.scoring import score_prediction
 from runs.model.reply import Agent
 from runs.models import Episode, Run, Status, Step
@@ -181,11 +181,9 @@ def open_episode(
     """
     wording = run_wording(episode.run)
     instance = episode.instance
-    specs = wording.tool_specs(instance) if tool_specs is None else list(tool_specs)
-    if build_messages is None:
-        messages = wording.opening(instance, record_id=episode.record_id, tool_specs=specs)
-    else:
-        messages = build_messages(instance, tool_specs=specs)
+    specs, messages = opening(
+        instance, wording, record_id=episode.record_id, tool_specs=tool_specs, build_messages=build_messages
+    )
     loop = EpisodeLoop(
         episode,
         agent=agent or build_agent(episode.run, instance, record_id=episode.record_id, epoch=episode.epoch),

@@ -35,9 +35,22 @@ def run_wording(run: Run) -> Wording:
     return prompt_set(run.prompt_set)
 
 
-def opening(instance, wording: Wording, *, record_id: str) -> tuple[list[dict], list[dict]]:
-    """The tool specs an episode on ``instance`` offers, and its opening messages with ``record_id``."""
-    specs = wording.tool_specs(instance)
+def opening(
+    instance,
+    wording: Wording,
+    *,
+    record_id: str,
+    tool_specs: Sequence[dict] | None = None,
+    build_messages: Callable[..., list[dict]] | None = None,
+) -> tuple[list[dict], list[dict]]:
+    """The tool specs an episode on ``instance`` offers, and its opening messages with ``record_id``.
+
+    Both are the prompt set's unless given: ``tool_specs`` replaces its specs, and
+    ``build_messages(instance, *, tool_specs)`` its messages (tests and benchmarks pass their own).
+    """
+    specs = wording.tool_specs(instance) if tool_specs is None else list(tool_specs)
+    if build_messages is not None:
+        return specs, build_messages(instance, tool_specs=specs)
     return specs, wording.opening(instance, record_id=record_id, tool_specs=specs)
 
 
