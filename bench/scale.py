@@ -15,9 +15,9 @@
    counting the INSERT, UPDATE and DELETE statements they make and timing them.
 4. **litellm on two workers.** The same episodes through litellm (``--transport litellm``), the
    model named as a hosted one that litellm prices (``HOSTED_MODEL``),
-   queued to two ``qcluster`` processes of 18 workers each (16 episodes and two spare) that
+   queued to two ``qcluster`` processes of 20 workers each (16 episodes and four spare) that
    share the SQLite file and a Redis broker of this benchmark's own (``redis-server`` from the
-   system), as two machines would.
+   system), as two machines would, once every worker has warmed up.
 
 The ideal wall time is the model's latency alone: (tool calls + 1) × 200 ms of the longest
 session; throughput is ideal / measured. Targets: first call <= 50 ms; tool p95 < 100 ms;
@@ -481,14 +481,17 @@ def two_workers(suite, database: Path, episodes: int, workdir: Path, redis_url: 
             run.api_base = server.api_base
             run.save(update_fields=["api_base"])
             env = environment(database, EEGAB_WORKERS=str(WORKERS_PER_CLUSTER))
-            for index in range(2):
-                log = (workdir / f"qcluster-{index}.log").open("wb")
+            logs = [workdir / f"qcluster-{index}.log" for index in range(2)]
+            for log in logs:
                 clusters.append(subprocess.Popen([sys.executable, __file__, "--manage", "qcluster"], cwd=ROOT, env=env,
-                                                 stdout=log, stderr=subprocess.STDOUT))  # fmt: skip
+                                                 stdout=log.open("wb"), stderr=subprocess.STDOUT))  # fmt: skip
+            # The run is queued once every worker has said it is ready (runs.queue.worker.warm_worker), as a run
+            # queued to clusters started earlier finds them: a worker's warm-up (about 40 ms of processor time)
+            # belongs to the cluster's start, and 40 of them would otherwise compete with the run's first turns.
             deadline = time.monotonic() + 120
-            while sum("running." in (workdir / f"qcluster-{i}.log").read_text(errors="replace") for i in range(2)) < 2:
+            while sum(log.read_text(errors="replace").count("ready for episodes") for log in logs) < 2 * WORKERS_PER_CLUSTER:
                 if time.monotonic() > deadline:
-                    raise SystemExit("the qclusters did not start:\n" + (workdir / "qcluster-0.log").read_text())
+                    raise SystemExit("the qclusters' workers did not all warm up:\n" + logs[0].read_text())
                 time.sleep(0.2)
             cluster_pids = [process.pid for process in clusters]
             started, cpu_started, server_started = time.perf_counter(), tree_cpu_sec(cluster_pids), server.cpu_sec()

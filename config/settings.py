@@ -344,12 +344,13 @@ if not DEBUG:
     CSRF_COOKIE_SECURE = True
     # Django's default logging prints nothing when DEBUG is off: send warnings and errors
     # (tracebacks of failed requests and queue tasks included) to stderr, for the service
-    # manager's journal, with the queue workers' one line per task.
+    # manager's journal, with the queue workers' one line per task and the line each worker
+    # logs once it has warmed up (runs.queue.worker.warm_worker).
     LOGGING = {
         "version": 1,
         "disable_existing_loggers": False,
         "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
         "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "plain"}},
         "root": {"handlers": ["stderr"], "level": env_str("EEGAB_LOG_LEVEL", "WARNING").upper()},
-        "loggers": {"django-q": {"level": "INFO"}},
+        "loggers": {"django-q": {"level": "INFO"}, "runs.queue": {"level": "INFO"}},
     }

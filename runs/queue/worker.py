@@ -20,6 +20,7 @@ from __future__ import annotations
 import gc
 import logging
 import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -126,21 +127,28 @@ def batch_scheduling() -> bool:
     return True
 
 
-def warm_worker() -> None:
+def warm_worker(name: str = "worker") -> None:
     """Get a queue worker that has just started ready for its first episode, before it takes a task.
 
     The worker is scheduled as batch work (``batch_scheduling``) and makes its first litellm
     calls here, answered by a loopback server (``warm_up``), rather than in its first episode:
     the state each process builds on a first call, and the shared pages that call copies, are
-    then ready. ``manage.py qcluster`` has each worker call it as the worker starts. A warm-up
-    that fails is logged and the worker goes on: its first episode then builds what the warm-up
-    would have.
+    then ready. ``manage.py qcluster`` has each worker call it as the worker starts, with the
+    worker's ``name``. A warm-up that fails is logged and the worker goes on: its first episode
+    then builds what the warm-up would have. Either way the worker logs (at INFO, as
+    ``WARMED_UP``) that it is ready: a cluster whose workers have all said so plays a run
+    without their warm-ups (about 40 ms of processor time each) competing with its episodes.
     """
+    started = time.process_time()
     batch_scheduling()
     try:
         warm_up()
     except Exception:
         logger.exception("the worker's warm-up failed; its first model call will build what it would have")
+    logger.info(WARMED_UP, name, os.getpid(), 1000 * (time.process_time() - started))
+
+
+WARMED_UP = "%s (pid %d) warmed up in %.0f ms of processor time; ready for episodes"
 
 
 def _agent_for(episode: Episode):

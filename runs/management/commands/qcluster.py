@@ -15,7 +15,7 @@ from runs.queue.worker import settle_process, warm_worker
 
 def warm_spawned_worker(sender, proc_name, **kwargs):
     """django-q2's ``post_spawn``: a worker process has started and is about to take tasks."""
-    warm_worker()
+    warm_worker(proc_name)
 
 
 class Command(ClusterCommand):

@@ -3,6 +3,8 @@
 Each check runs in a fresh interpreter: what a process has imported is the thing measured.
 """
 import json
+import logging
+import os
 import subprocess
 import sys
 
@@ -87,13 +89,13 @@ def test_the_preloading_command_loads_before_it_starts_the_cluster(monkeypatch):
     calls = []
     monkeypatch.setattr(qcluster, "settle_process", lambda *, model: calls.append(("settle", model)))
     monkeypatch.setattr(django_q_command.Command, "handle", lambda self, *a, **o: calls.append(("cluster", o["run_once"])))
-    monkeypatch.setattr(qcluster, "warm_worker", lambda: calls.append(("warm", None)))
+    monkeypatch.setattr(qcluster, "warm_worker", lambda name: calls.append(("warm", name)))
     try:
         PreloadingCluster().handle(run_once=True)
         assert calls == [("settle", None), ("cluster", True)]
 
         post_spawn.send(sender="django_q", proc_name="Process-1:1")  # what django-q2 sends in each new worker
-        assert calls[-1] == ("warm", None)
+        assert calls[-1] == ("warm", "Process-1:1")
     finally:  # this process is no cluster: its later tests must not warm up on a signal
         post_spawn.disconnect(dispatch_uid="runs.warm_spawned_worker")
 
@@ -105,10 +107,36 @@ def test_a_worker_whose_warm_up_fails_logs_it_and_goes_on(monkeypatch, caplog):
         raise ConnectionRefusedError("no loopback here")
 
     monkeypatch.setattr(worker, "warm_up", refused)
-    worker.warm_worker()
+    with caplog.at_level(logging.INFO, logger="runs.queue.worker"):
+        worker.warm_worker()
     assert "warm-up failed" in caplog.text and "no loopback here" in caplog.text
+    assert "ready for episodes" in caplog.text  # it goes on: a cluster waiting for its workers is not kept waiting
 
 
+def test_a_warmed_worker_says_it_is_ready_with_its_name_at_info(monkeypatch, caplog):
+    from runs.queue import worker
+
+    monkeypatch.setattr(worker, "warm_up", lambda: None)
+    with caplog.at_level(logging.INFO, logger="runs.queue.worker"):
+        worker.warm_worker("Process-1:7")
+    [record] = [r for r in caplog.records if r.name == "runs.queue.worker"]
+    assert record.levelno == logging.INFO
+    assert record.getMessage().startswith(f"Process-1:7 (pid {os.getpid()}) warmed up in ")
+    assert record.getMessage().endswith("ready for episodes")
+
+
+def test_a_deployment_s_logging_shows_a_worker_s_readiness():
+    """With DEBUG off (a deployment), the readiness line reaches the service's journal (stderr)."""
+    script = (
+        "import logging, os, sys; sys.path.insert(0, os.getcwd());"
+        "os.environ['DJANGO_SETTINGS_MODULE'] = 'config.settings'; import django; django.setup();"
+        "from runs.queue import worker; worker.warm_up = lambda: None; worker.warm_worker('Process-1:3')"
+    )
+    environment = {**os.environ, "DEBUG": "false", "SECRET_KEY": "test-not-secret"}
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=environment, capture_output=True, text=True,
+                          timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "INFO runs.queue.worker Process-1:3 (pid " in done.stderr and "ready for episodes" in done.stderr
 def test_a_prompt_set_that_fails_to_load_ahead_is_logged_and_the_process_still_settles(monkeypatch, caplog):
     from runs.queue import worker
 
