@@ -471,7 +471,7 @@ def redis_server(workdir: Path):
 
 
 def two_workers(suite, database: Path, episodes: int, workdir: Path, redis_url: str) -> dict:
-    from runs.models import FINISHED, Episode
+    from runs.models import Run
     from runs.queue import dispatch
 
     run = scale_run(suite, episodes=episodes, api_base="http://127.0.0.1:9/v1", transport="litellm", model=HOSTED_MODEL)
@@ -494,15 +494,16 @@ def two_workers(suite, database: Path, episodes: int, workdir: Path, redis_url: 
                     raise SystemExit("the qclusters' workers did not all warm up:\n" + logs[0].read_text())
                 time.sleep(0.2)
             cluster_pids = [process.pid for process in clusters]
-            started, cpu_started, server_started = time.perf_counter(), tree_cpu_sec(cluster_pids), server.cpu_sec()
+            cpu_started, server_started = tree_cpu_sec(cluster_pids), server.cpu_sec()
+            queued_at, started = time.time(), time.perf_counter()
             dispatch.queue_run(run_id=run.pk)
             peak = 0.0
-            while Episode.objects.filter(run=run).exclude(status__in=FINISHED).exists():
+            while Run.objects.filter(pk=run.pk, finished_at__isnull=True).exists():  # its last worker finishes it
                 peak = max(peak, *(worker_rss_mb(process.pid) for process in clusters))
                 if time.perf_counter() - started > 1200:
                     raise SystemExit("the two workers did not finish within 20 minutes")
                 time.sleep(0.25)
-            wall, cpu = time.perf_counter() - started, tree_cpu_sec(cluster_pids) - cpu_started
+            cpu = tree_cpu_sec(cluster_pids) - cpu_started
             server_cpu = server.cpu_sec() - server_started
     finally:
         for process in clusters:
@@ -513,6 +514,9 @@ def two_workers(suite, database: Path, episodes: int, workdir: Path, redis_url: 
             except subprocess.TimeoutExpired:
                 process.kill()
     check_played(run)
+    # The run's end is the time its last episode's worker finished it (Run.finished_at), not the poll of
+    # this loop that sees it, which comes up to a quarter of a second later.
+    wall = run.finished_at.timestamp() - queued_at
     return {"wall": wall, "ideal": ideal_seconds(run), "rss": peak, "cpu": cpu, "cpu_of": "the two clusters' processes",
             "server_cpu": server_cpu,
             **played_figures(run)}
