@@ -169,6 +169,57 @@ print(kept, resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
 """
 
 
+TEMPORARIES_AFTER_THE_WARM_UP = """
+import os, sys
+sys.path.insert(0, os.getcwd())
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+import django
+django.setup()
+import numpy as np
+from runs.queue.worker import fault_in_heap, keep_freed_memory
+
+def resident_mb():
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+keep_freed_memory()
+done = fault_in_heap() if sys.argv[1] == "fault-in" else None
+before = resident_mb()
+temporaries = [np.ones(1_500_000), np.ones(1_000_000), np.ones(500_000)]  # 24 MB a first episode's tools hold
+print(done, round(resident_mb() - before))
+"""
+
+
+def test_a_worker_s_tools_find_their_temporaries_memory_faulted_in_by_the_warm_up():
+    def grown_mb(mode: str) -> tuple[str, int]:
+        """The memory the process gained for the temporaries (pages the kernel had to fault in and zero)."""
+        done = subprocess.run([sys.executable, "-c", TEMPORARIES_AFTER_THE_WARM_UP, mode], cwd=ROOT,
+                              capture_output=True, text=True, timeout=120, check=True)  # fmt: skip
+        told, grown = done.stdout.split()
+        return told, int(grown)
+
+    told, grown = grown_mb("fault-in")
+    assert told == "True" and grown <= 1
+    assert grown_mb("plain")[1] >= 20  # without the warm-up's pages, the temporaries need 24 MB of fresh ones
+
+
+def test_nothing_is_faulted_in_where_freed_memory_would_go_straight_back(monkeypatch):
+    from runs.queue import worker
+
+    monkeypatch.setattr(worker, "keep_freed_memory", lambda: False)
+    assert worker.fault_in_heap() is False
+
+
+def test_the_warm_up_faults_in_the_heap(monkeypatch):
+    from runs.queue import worker
+
+    calls = []
+    monkeypatch.setattr(worker, "warm_up", lambda: None)
+    monkeypatch.setattr(worker, "fault_in_heap", lambda: calls.append("heap"))
+    worker.warm_worker()
+    assert calls == ["heap"]
+
+
 def test_a_settled_process_reuses_the_memory_of_a_freed_temporary_instead_of_faulting_in_fresh_pages():
     def faults(mode: str) -> tuple[str, int]:
         done = subprocess.run([sys.executable, "-c", FREED_AND_REUSED, mode], cwd=ROOT, capture_output=True, text=True,
