@@ -15,7 +15,7 @@
    counting the INSERT, UPDATE and DELETE statements they make and timing them.
 4. **litellm on two workers.** The same episodes through litellm (``--transport litellm``), the
    model named as a hosted one that litellm prices (``HOSTED_MODEL``),
-   queued to two ``qcluster`` processes of 20 workers each (16 episodes and four spare) that
+   queued to two ``qcluster`` processes of 16 workers each (one per episode) that
    share the SQLite file and a Redis broker of this benchmark's own (``redis-server`` from the
    system), as two machines would, once every worker has warmed up.
 
@@ -45,12 +45,10 @@ NIGHTS = [(f"night-{index:02d}.edf", 8 + index % 3) for index in range(16)]  # 8
 HOURS = [f"hour-{index:02d}.edf" for index in range(16)]
 LATENCY_SEC = 0.2
 GETS = 200
-# Four workers beyond the 16 episodes each cluster plays: a django-q2 cluster may hold two tasks more
-# than it has busy workers (one queued, one being handed over, with queue_limit 1), and two clusters
-# starting together do not share 32 tasks out evenly. With two spare workers, one run in three or
-# four had an episode wait a whole episode in a full cluster while the other had a worker idle
-# (42-46 % of ideal instead of about 60 %); with four, none did in the runs measured.
-WORKERS_PER_CLUSTER = 20
+# One worker per episode each cluster plays: a cluster pulls a task only for a free worker
+# (runs.queue.dispatch.cluster_broker), so the 32 tasks go 16 to each. (Before, a cluster could hold
+# two tasks beyond its busy workers, and each had four spare workers so that no episode waited.)
+WORKERS_PER_CLUSTER = 16
 # Part 4 stands for a hosted provider's model, which litellm's price map lists (an unlisted name
 # costs litellm about 2 ms more a call: it tries every way to price it and formats the failure).
 HOSTED_MODEL = "openai/gpt-4o-mini"

@@ -246,11 +246,14 @@ Q_CLUSTER = {
     "max_attempts": 2,
     "ack_failures": True,
     "save_limit": 1000,
-    # A cluster takes a task off the broker only when it has room for one (django-q2's default
-    # prefetches workers² tasks): an episode lasts minutes, and a cluster holding more episodes
-    # than it has workers keeps them waiting while another machine's workers stand idle.
-    "queue_limit": 1,
+    # A cluster takes a task off the broker only when one of its workers is free for it
+    # (runs.queue.dispatch.cluster_broker; django-q2's own brokers pull as long as the cluster's
+    # queue has room): an episode lasts minutes, and a cluster holding more episodes than it has
+    # free workers keeps them waiting while another machine's workers stand idle. Its queue then
+    # never holds more tasks than it has workers, and a free worker is handed its task at once.
+    "broker_class": "runs.queue.dispatch.cluster_broker",
 }
+Q_CLUSTER["queue_limit"] = Q_CLUSTER["workers"]
 # Leases on running episodes: a worker renews them every EEGAB_HEARTBEAT_SEC; one silent for
 # EEGAB_EPISODE_LEASE_SEC is presumed dead, and its episode is played again, up to
 # EEGAB_MAX_EPISODE_ATTEMPTS attempts (runs.queue.leases).

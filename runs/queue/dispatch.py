@@ -77,3 +77,84 @@ def live_clusters() -> list[Stat]:
 def workers_alive() -> bool:
     """Whether at least one cluster is up to play queued episodes."""
     return bool(live_clusters())
+
+
+# ── a cluster takes a task only for a free worker ────────────────────────────────────────────
+
+#: How long a cluster's pusher waits for a free worker before it looks whether it should stop.
+FREE_WORKER_WAIT_SEC = 1.0
+
+# The count of a cluster's workers that are free and not yet promised a task: a semaphore shared
+# by the cluster's processes (made by ``manage.py qcluster`` before it forks them), None elsewhere.
+_free_workers = None
+
+
+def count_free_workers(workers: int) -> None:
+    """Start counting the free workers of the cluster this process is about to fork (none are, yet).
+
+    ``manage.py qcluster`` calls it before django-q2 forks the cluster's processes, which share
+    the count: a worker adds itself once it has warmed up and each time it ends a task
+    (``worker_free``), and the cluster's broker takes one away for each task it pulls
+    (``cluster_broker``). A worker killed in a task never adds itself back, and the worker that
+    replaces it does; the count never exceeds ``workers``.
+    """
+    import multiprocessing
+
+    global _free_workers
+    count = multiprocessing.get_context("fork").BoundedSemaphore(workers)
+    for _ in range(workers):
+        count.acquire()
+    _free_workers = count
+
+
+def worker_free() -> None:
+    """Count this worker of the cluster as free for a task (nothing outside a cluster)."""
+    if _free_workers is None:
+        return
+    try:
+        _free_workers.release()
+    except ValueError:  # counted already (a recycled worker's replacement): the count stays at its bound
+        pass
+
+
+class _ForFreeWorkers:
+    """A broker that pulls a task off the queue only when one of its cluster's workers is free for it."""
+
+    def dequeue(self):
+        if not _free_workers.acquire(timeout=FREE_WORKER_WAIT_SEC):
+            return None  # the pusher comes back after seeing whether the cluster is stopping
+        try:
+            tasks = super().dequeue()
+        except BaseException:
+            _free_workers.release()
+            raise
+        if not tasks:
+            _free_workers.release()
+            return tasks
+        for _ in tasks[1:]:  # a broker that pulls several at once (Q_CLUSTER["bulk"]): a worker for each
+            _free_workers.acquire()
+        return tasks
+
+
+_gated_brokers: dict[type, type] = {}
+
+
+def cluster_broker(list_key: str):
+    """django-q2's broker for this project (``Q_CLUSTER["broker_class"]``): Redis's, or the database's.
+
+    In a cluster (``manage.py qcluster``) it pulls a task only when one of the cluster's workers
+    is free for it, so a cluster never holds an episode while another cluster's workers stand
+    idle, and it hands a free worker its task at once (django-q2's own brokers pull as long as
+    the cluster's queue has room: up to ``Q_CLUSTER["queue_limit"]`` tasks beyond its busy
+    workers). Everywhere else (the site queueing a run) it is the plain broker.
+    """
+    if Conf.ORM:
+        from django_q.brokers.orm import ORM as kind
+    else:
+        from django_q.brokers.redis_broker import Redis as kind
+    if _free_workers is None:
+        return kind(list_key=list_key)
+    gated = _gated_brokers.get(kind)
+    if gated is None:
+        gated = _gated_brokers[kind] = type(f"{kind.__name__}ForFreeWorkers", (_ForFreeWorkers, kind), {})
+    return gated(list_key=list_key)

@@ -81,23 +81,31 @@ def test_qcluster_is_the_preloading_command_of_runs():
     assert isinstance(load_command_class("runs", "qcluster"), PreloadingCluster)
 
 
-def test_the_preloading_command_loads_before_it_starts_the_cluster(monkeypatch):
+def test_the_preloading_command_loads_and_counts_its_free_workers_before_it_starts_the_cluster(monkeypatch, settings):
+    from django_q.conf import Conf
     from django_q.management.commands import qcluster as django_q_command
+    from django_q.signals import post_execute_in_worker
 
     from runs.management.commands import qcluster
 
     calls = []
+    monkeypatch.setattr(Conf, "WORKERS", 3)
     monkeypatch.setattr(qcluster, "settle_process", lambda *, model: calls.append(("settle", model)))
+    monkeypatch.setattr(qcluster, "count_free_workers", lambda workers: calls.append(("count", workers)))
     monkeypatch.setattr(django_q_command.Command, "handle", lambda self, *a, **o: calls.append(("cluster", o["run_once"])))
     monkeypatch.setattr(qcluster, "warm_worker", lambda name: calls.append(("warm", name)))
+    monkeypatch.setattr(qcluster, "worker_free", lambda: calls.append(("free", None)))
     try:
         PreloadingCluster().handle(run_once=True)
-        assert calls == [("settle", None), ("cluster", True)]
+        assert calls == [("settle", None), ("count", 3), ("cluster", True)]
 
         post_spawn.send(sender="django_q", proc_name="Process-1:1")  # what django-q2 sends in each new worker
-        assert calls[-1] == ("warm", "Process-1:1")
-    finally:  # this process is no cluster: its later tests must not warm up on a signal
+        assert calls[-2:] == [("warm", "Process-1:1"), ("free", None)]  # free for a task once warmed up
+        post_execute_in_worker.send(sender="django_q", func=None, task={})  # ... and after each task
+        assert calls[-1] == ("free", None) and len(calls) == 6
+    finally:  # this process is no cluster: its later tests must not warm up or count on a signal
         post_spawn.disconnect(dispatch_uid="runs.warm_spawned_worker")
+        post_execute_in_worker.disconnect(dispatch_uid="runs.free_after_task")
 
 
 def test_a_worker_whose_warm_up_fails_logs_it_and_goes_on(monkeypatch, caplog):
