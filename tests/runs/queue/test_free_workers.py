@@ -6,6 +6,7 @@ the last runs a real ``manage.py qcluster`` and looks at what it leaves on the q
 import time
 
 import pytest
+from django.utils import timezone
 from django_q.brokers.orm import ORM
 from django_q.conf import Conf
 from django_q.models import OrmQ
@@ -96,14 +97,12 @@ def test_a_running_cluster_leaves_on_the_queue_what_its_busy_workers_cannot_take
     with django_db_blocker.unblock(), worker.file_database(tmp_path / "db.sqlite3") as database:
         for _ in range(4):
             async_task("time.sleep", 3)
-        waiting = lambda: OrmQ.objects.filter(lock__lte=time_now()).count()  # noqa: E731
         with worker.qcluster(database, workers=1, log=tmp_path / "cluster.log"):
             wait_until(lambda: waiting() < 4, timeout=60, what="the cluster to take its first task")
             time.sleep(1.0)  # the worker is busy; django-q2's own broker would pull one or two more meanwhile
             assert waiting() == 3, (tmp_path / "cluster.log").read_text()
 
 
-def time_now():
-    from django.utils import timezone
-
-    return timezone.now()
+def waiting() -> int:
+    """Tasks on the database's queue that no cluster has pulled (a pulled task is locked until its retry time)."""
+    return OrmQ.objects.filter(lock__lte=timezone.now()).count()
