@@ -6,6 +6,11 @@ its transaction commits; each task, when it ends, releases the next ones
 (``runs.queue.worker.look_after_run``). ``Episode.queued_at`` marks an attempt whose task was sent.
 The task's import path, ``runs.tasks.run_episode_task``, is named by every queued task and stays.
 
+A cluster pulls a task off the broker only for one of its workers that is free
+(``cluster_broker``, with the count ``manage.py qcluster`` keeps: ``count_free_workers``,
+``worker_free``), so no cluster holds an episode while another's workers stand idle. The count
+is a semaphore inherited by the processes django-q2 forks (it forks wherever the platform can).
+
 Whether a worker is up to take the tasks: each cluster of ``python manage.py qcluster`` saves its
 state (``django_q.status.Stat``) every half second, kept for 3 seconds: in Redis with the Redis
 broker, in the ``Q_CLUSTER["cache"]`` cache with the ORM broker, which the settings point at files
