@@ -2,11 +2,13 @@
 import io
 import json
 import os
+import struct
 import subprocess
 import sys
 import threading
 from pathlib import Path
 
+import numpy as np
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
@@ -292,3 +294,29 @@ def test_a_marker_that_does_not_match_is_ignored(stats, night, marker, monkeypat
     checks = crc_checks(monkeypatch)
     verify_all(night)
     assert checks
+
+
+def test_a_file_replaced_while_a_process_opens_it_is_read_whole_from_the_one_it_opened(stats, night, monkeypatch):
+    """A rebuilt file renamed into place between reading a header and mapping the data: the marker of
+    the file opened must not vouch for the other one's arrays (here, a damaged copy)."""
+    first = results(night)
+    [kept] = files(stats)
+    monkeypatch.setattr(stored, "MARKER_AFTER_SEC", 0.0)
+    verify_all(night)  # the file opened is marked: its arrays are not checked again
+    data = bytearray(kept.read_bytes())
+    (header_length,) = struct.unpack("<Q", data[len(stored.MAGIC) : len(stored.MAGIC) + 8])
+    arrays = np.frombuffer(data, dtype="<f8", offset=len(stored.MAGIC) + 8 + header_length)
+    other = kept.with_name("other.tmp")
+    other.write_bytes(bytes(data[: len(data) - arrays.nbytes]) + (arrays * 2 + 1).astype("<f8").tobytes())
+
+    real_fstat, replaced = os.fstat, []
+
+    def fstat_then_replace(descriptor):
+        found = real_fstat(descriptor)
+        if not replaced:
+            replaced.append(os.replace(other, kept))  # another process's rename, just after this header was read
+        return found
+
+    monkeypatch.setattr(stored.os, "fstat", fstat_then_replace)
+    fresh()
+    assert results(night) == first and replaced

@@ -195,19 +195,35 @@ class MappedStatistics:
     """
 
     def __init__(self, path: Path, geometry: dict, shapes: dict):
+        # Header, stamp and data all come from the one file opened here, even if another process
+        # renames a rebuilt file into ``path`` meanwhile: a marker matching this file's stamp then
+        # vouches for the arrays mapped, never for another file's.
         with open(path, "rb") as handle:
-            head = handle.read(len(MAGIC) + 8)
-            if len(head) < len(MAGIC) + 8 or head[: len(MAGIC)] != MAGIC:
-                raise StoreError("not a statistics file")
-            (header_length,) = struct.unpack("<Q", head[len(MAGIC):])
-            if header_length > 1 << 26:
-                raise StoreError("header too long")
-            try:
-                header = json.loads(handle.read(header_length))
-            except (UnicodeDecodeError, json.JSONDecodeError):
-                raise StoreError("damaged header") from None
-            stat = os.fstat(handle.fileno())
-            size = stat.st_size
+            header, header_length, stat = self._read_header(handle)
+            self._check_layout(header, geometry, shapes, header_length, stat.st_size)
+            data_start = len(MAGIC) + 8 + header_length
+            self._data = np.memmap(handle, dtype="<f8", mode="r", offset=data_start) if self.channels else None
+        self.path = path
+        self._stamp = file_stamp(stat)
+        self._lock = threading.Lock()
+        verified = self._read_marker() == self._stamp
+        self._unchecked = set() if verified else {(index, name) for index in range(len(self.channels)) for name in shapes}
+
+    @staticmethod
+    def _read_header(handle) -> tuple[dict, int, os.stat_result]:
+        head = handle.read(len(MAGIC) + 8)
+        if len(head) < len(MAGIC) + 8 or head[: len(MAGIC)] != MAGIC:
+            raise StoreError("not a statistics file")
+        (header_length,) = struct.unpack("<Q", head[len(MAGIC):])
+        if header_length > 1 << 26:
+            raise StoreError("header too long")
+        try:
+            header = json.loads(handle.read(header_length))
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            raise StoreError("damaged header") from None
+        return header, header_length, os.fstat(handle.fileno())
+
+    def _check_layout(self, header, geometry: dict, shapes: dict, header_length: int, size: int) -> None:
         if not isinstance(header, dict) or header.get("geometry") != geometry:
             raise StoreError("another geometry")
         self.shapes = shapes
@@ -223,15 +239,8 @@ class MappedStatistics:
                     or not isinstance(entry.get("crc32"), list) or len(entry["crc32"]) != len(shapes)
                     or not isinstance(entry.get("scalars"), dict)):
                 raise StoreError("wrong channel layout")
-        data_start = len(MAGIC) + 8 + header_length
-        if size != data_start + per_channel * len(self.channels):
+        if size != len(MAGIC) + 8 + header_length + per_channel * len(self.channels):
             raise StoreError("wrong length")
-        self.path = path
-        self._data = np.memmap(path, dtype="<f8", mode="r", offset=data_start) if self.channels else None
-        self._stamp = file_stamp(stat)
-        self._lock = threading.Lock()
-        verified = self._read_marker() == self._stamp
-        self._unchecked = set() if verified else {(index, name) for index in range(len(self.channels)) for name in shapes}
 
     @property
     def verified(self) -> bool:
@@ -268,9 +277,9 @@ class MappedStatistics:
         if (index, name) in self._unchecked:
             if zlib.crc32(view) != self.channels[index]["crc32"][position]:
                 raise StoreError(f"channel {index}'s {name} fails its CRC-32")
-            with self._lock:
+            with self._lock:  # two threads may check one array at once: only the one that empties the set writes
+                emptied = (index, name) in self._unchecked and len(self._unchecked) == 1
                 self._unchecked.discard((index, name))
-                last = not self._unchecked
-            if last:
+            if emptied:
                 self._write_marker()
         return np.asarray(view).reshape(self.shapes[name])
