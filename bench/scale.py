@@ -471,6 +471,9 @@ def redis_server(workdir: Path):
 def two_workers(suite, database: Path, episodes: int, workdir: Path, redis_url: str) -> dict:
     from runs.models import Run
     from runs.queue import dispatch
+    from runs.queue.worker import WARMED_UP
+
+    ready = WARMED_UP.rsplit("; ", 1)[-1]  # the end of the line each worker logs once it has warmed up
 
     run = scale_run(suite, episodes=episodes, api_base="http://127.0.0.1:9/v1", transport="litellm", model=HOSTED_MODEL)
     clusters = []
@@ -487,7 +490,7 @@ def two_workers(suite, database: Path, episodes: int, workdir: Path, redis_url: 
             # queued to clusters started earlier finds them: a worker's warm-up (about 40 ms of processor time)
             # belongs to the cluster's start, and 40 of them would otherwise compete with the run's first turns.
             deadline = time.monotonic() + 120
-            while sum(log.read_text(errors="replace").count("ready for episodes") for log in logs) < 2 * WORKERS_PER_CLUSTER:
+            while sum(log.read_text(errors="replace").count(ready) for log in logs) < 2 * WORKERS_PER_CLUSTER:
                 if time.monotonic() > deadline:
                     raise SystemExit("the qclusters' workers did not all warm up:\n" + logs[0].read_text())
                 time.sleep(0.2)

@@ -83,9 +83,9 @@ def fault_in_heap(nbytes: int = HEAP_RESERVE_BYTES) -> bool:
 
     A process that keeps freed memory (``keep_freed_memory``) then serves the tools' temporary
     arrays from pages it already has: in ``bench/scale.py``'s part 4, an episode's tools took
-    1,470 page faults and 33-36 ms of processor time instead of 4,400 and 43-53 ms. Touched in blocks
-    below the allocator's mapping threshold, so that they come from the heap and stay in it
-    once freed. Nothing is done where freed memory is not kept (it would go straight back).
+    1,470 page faults and 33-36 ms of processor time instead of 4,400 and 43-53 ms. Touched in
+    blocks below the allocator's mapping threshold, so that they come from the heap and stay in
+    it once freed. Nothing is done where freed memory is not kept (it would go straight back).
     """
     if not keep_freed_memory():
         return False
@@ -159,6 +159,10 @@ def batch_scheduling() -> bool:
     return True
 
 
+#: What a worker logs once it has warmed up (its name, pid and the warm-up's processor time, ms).
+WARMED_UP = "%s (pid %d) warmed up in %.0f ms of processor time; ready for episodes"
+
+
 def warm_worker(name: str = "worker") -> None:
     """Get a queue worker that has just started ready for its first episode, before it takes a task.
 
@@ -166,10 +170,11 @@ def warm_worker(name: str = "worker") -> None:
     temporaries will use (``fault_in_heap``) and makes its first litellm calls here, answered by
     a loopback server (``warm_up``), rather than in its first episode: the state each process
     builds on a first call, and the pages it touches, are then ready. ``manage.py qcluster`` has
-    each worker call it as the worker starts, with the worker's ``name``. A warm-up that fails is logged and the worker goes on: its first episode
-    then builds what the warm-up would have. Either way the worker logs (at INFO, as
-    ``WARMED_UP``) that it is ready: a cluster whose workers have all said so plays a run
-    without their warm-ups (about 40 ms of processor time each) competing with its episodes.
+    each worker call it as the worker starts, with the worker's ``name``. A warm-up that fails
+    is logged and the worker goes on: its first episode then builds what the warm-up would
+    have. Either way the worker logs (at INFO, as ``WARMED_UP``) that it is ready: a cluster
+    whose workers have all said so plays a run without their warm-ups (about 40 ms of
+    processor time each) competing with its episodes.
     """
     started = time.process_time()
     batch_scheduling()
@@ -179,9 +184,6 @@ def warm_worker(name: str = "worker") -> None:
     except Exception:
         logger.exception("the worker's warm-up failed; its first model call will build what it would have")
     logger.info(WARMED_UP, name, os.getpid(), 1000 * (time.process_time() - started))
-
-
-WARMED_UP = "%s (pid %d) warmed up in %.0f ms of processor time; ready for episodes"
 
 
 def _agent_for(episode: Episode):
