@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 from django.core.management import get_commands, load_command_class
 from django_q.signals import post_spawn
 
@@ -29,7 +30,9 @@ from tests.runs.fake_llm import FakeLLM, text
 if sys.argv[1] in ("preload", "worker"):
     preload_litellm()
 threads_after_preload = [thread.name for thread in threading.enumerate()]
-if sys.argv[1] == "worker":  # as a worker of the cluster does when it starts
+if sys.argv[1] == "worker":  # as a worker of the cluster does when it starts (this process has no database)
+    import runs.queue.worker
+    runs.queue.worker.open_database = lambda: None
     warm_worker()
 with FakeLLM() as server:
     server.add(text("hello"))
@@ -41,6 +44,14 @@ with FakeLLM() as server:
 print(json.dumps({"threads": threads_after_preload, "loaded": loaded, "built": built,
                   "content": reply.choices[0].message.content, "batch": os.sched_getscheduler(0) == os.SCHED_BATCH}))
 """
+
+
+@pytest.fixture(autouse=True)
+def this_process_stays_interactive(monkeypatch):
+    """A worker's warm-up called in this process must not make it, and the processes it starts later, batch work."""
+    from runs.queue import worker
+
+    monkeypatch.setattr(worker, "batch_scheduling", lambda: False)
 
 
 def first_call(mode: str, model: str = "openai/fake-model") -> dict:
@@ -115,6 +126,7 @@ def test_a_worker_whose_warm_up_fails_logs_it_and_goes_on(monkeypatch, caplog):
         raise ConnectionRefusedError("no loopback here")
 
     monkeypatch.setattr(worker, "warm_up", refused)
+    monkeypatch.setattr(worker, "open_database", lambda: None)
     with caplog.at_level(logging.INFO, logger="runs.queue.worker"):
         worker.warm_worker()
     assert "warm-up failed" in caplog.text and "no loopback here" in caplog.text
@@ -125,6 +137,7 @@ def test_a_warmed_worker_says_it_is_ready_with_its_name_at_info(monkeypatch, cap
     from runs.queue import worker
 
     monkeypatch.setattr(worker, "warm_up", lambda: None)
+    monkeypatch.setattr(worker, "open_database", lambda: None)
     with caplog.at_level(logging.INFO, logger="runs.queue.worker"):
         worker.warm_worker("Process-1:7")
     [record] = [r for r in caplog.records if r.name == "runs.queue.worker"]
@@ -138,7 +151,8 @@ def test_a_deployment_s_logging_shows_a_worker_s_readiness():
     script = (
         "import logging, os, sys; sys.path.insert(0, os.getcwd());"
         "os.environ['DJANGO_SETTINGS_MODULE'] = 'config.settings'; import django; django.setup();"
-        "from runs.queue import worker; worker.warm_up = lambda: None; worker.warm_worker('Process-1:3')"
+        "from runs.queue import worker; worker.warm_up = worker.open_database = lambda: None;"
+        "worker.warm_worker('Process-1:3')"
     )
     environment = {**os.environ, "DEBUG": "false", "SECRET_KEY": "test-not-secret"}
     done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=environment, capture_output=True, text=True,
@@ -223,9 +237,41 @@ def test_the_warm_up_faults_in_the_heap(monkeypatch):
 
     calls = []
     monkeypatch.setattr(worker, "warm_up", lambda: None)
+    monkeypatch.setattr(worker, "open_database", lambda: None)
     monkeypatch.setattr(worker, "fault_in_heap", lambda: calls.append("heap"))
     worker.warm_worker()
     assert calls == ["heap"]
+
+
+@pytest.mark.django_db
+def test_the_warm_up_makes_the_worker_s_first_database_query_and_leaves_the_connection_open(monkeypatch):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from runs.queue import worker
+
+    monkeypatch.setattr(worker, "warm_up", lambda: None)
+    monkeypatch.setattr(worker, "fault_in_heap", lambda: None)
+    with CaptureQueriesContext(connection) as queries:
+        worker.warm_worker()
+    assert [query["sql"] for query in queries] and all('"runs_episode"' in query["sql"] for query in queries)
+    assert connection.connection is not None  # open for the worker's first task
+
+
+def test_a_worker_that_cannot_query_its_database_as_it_warms_up_logs_it_and_goes_on(monkeypatch, caplog):
+    from django.db import OperationalError
+
+    from runs.queue import worker
+
+    def unreachable():
+        raise OperationalError("the database server is not up yet")
+
+    monkeypatch.setattr(worker, "warm_up", lambda: None)
+    monkeypatch.setattr(worker, "open_database", unreachable)
+    with caplog.at_level(logging.INFO, logger="runs.queue.worker"):
+        worker.warm_worker()
+    assert "could not query its database" in caplog.text and "not up yet" in caplog.text
+    assert "ready for episodes" in caplog.text
 
 
 def test_a_settled_process_reuses_the_memory_of_a_freed_temporary_instead_of_faulting_in_fresh_pages():
