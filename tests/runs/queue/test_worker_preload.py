@@ -127,6 +127,7 @@ def test_a_worker_whose_warm_up_fails_logs_it_and_goes_on(monkeypatch, caplog):
 
     monkeypatch.setattr(worker, "warm_up", refused)
     monkeypatch.setattr(worker, "open_database", lambda: None)
+    monkeypatch.setattr(worker, "rehearse_tools", lambda: 0)
     with caplog.at_level(logging.INFO, logger="runs.queue.worker"):
         worker.warm_worker()
     assert "warm-up failed" in caplog.text and "no loopback here" in caplog.text
@@ -138,6 +139,7 @@ def test_a_warmed_worker_says_it_is_ready_with_its_name_at_info(monkeypatch, cap
 
     monkeypatch.setattr(worker, "warm_up", lambda: None)
     monkeypatch.setattr(worker, "open_database", lambda: None)
+    monkeypatch.setattr(worker, "rehearse_tools", lambda: 0)
     with caplog.at_level(logging.INFO, logger="runs.queue.worker"):
         worker.warm_worker("Process-1:7")
     [record] = [r for r in caplog.records if r.name == "runs.queue.worker"]
@@ -151,7 +153,7 @@ def test_a_deployment_s_logging_shows_a_worker_s_readiness():
     script = (
         "import logging, os, sys; sys.path.insert(0, os.getcwd());"
         "os.environ['DJANGO_SETTINGS_MODULE'] = 'config.settings'; import django; django.setup();"
-        "from runs.queue import worker; worker.warm_up = worker.open_database = lambda: None;"
+        "from runs.queue import worker; worker.warm_up = worker.open_database = worker.rehearse_tools = lambda: None;"
         "worker.warm_worker('Process-1:3')"
     )
     environment = {**os.environ, "DEBUG": "false", "SECRET_KEY": "test-not-secret"}
@@ -238,9 +240,10 @@ def test_the_warm_up_faults_in_the_heap(monkeypatch):
     calls = []
     monkeypatch.setattr(worker, "warm_up", lambda: None)
     monkeypatch.setattr(worker, "open_database", lambda: None)
+    monkeypatch.setattr(worker, "rehearse_tools", lambda: calls.append("rehearsal"))
     monkeypatch.setattr(worker, "fault_in_heap", lambda: calls.append("heap"))
     worker.warm_worker()
-    assert calls == ["heap"]
+    assert calls == ["heap", "rehearsal"]
 
 
 @pytest.mark.django_db
@@ -252,6 +255,7 @@ def test_the_warm_up_makes_the_worker_s_first_database_query_and_leaves_the_conn
 
     monkeypatch.setattr(worker, "warm_up", lambda: None)
     monkeypatch.setattr(worker, "fault_in_heap", lambda: None)
+    monkeypatch.setattr(worker, "rehearse_tools", lambda: 0)
     with CaptureQueriesContext(connection) as queries:
         worker.warm_worker()
     assert [query["sql"] for query in queries] and all('"runs_episode"' in query["sql"] for query in queries)
@@ -267,6 +271,7 @@ def test_a_worker_that_cannot_query_its_database_as_it_warms_up_logs_it_and_goes
         raise OperationalError("the database server is not up yet")
 
     monkeypatch.setattr(worker, "warm_up", lambda: None)
+    monkeypatch.setattr(worker, "rehearse_tools", lambda: 0)
     monkeypatch.setattr(worker, "open_database", unreachable)
     with caplog.at_level(logging.INFO, logger="runs.queue.worker"):
         worker.warm_worker()
@@ -284,3 +289,39 @@ def test_a_settled_process_reuses_the_memory_of_a_freed_temporary_instead_of_fau
     kept, count = faults("keep")
     assert kept == "True" and count < 20
     assert faults("default")[1] > count  # glibc's default hands the block back and faults it in again
+
+
+def test_a_worker_s_tool_rehearsal_calls_every_tool_with_a_result_and_leaves_nothing_behind(tmp_path, monkeypatch):
+    import tempfile
+
+    from runs.queue import worker
+    from tools_app.registry import TOOL_NAMES
+    from tools_app.signal import stored
+
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))  # where the rehearsal's recording is written
+    previous = stored.stats_dir()
+    stored.configure(tmp_path / "stats")
+    try:
+        assert worker.rehearse_tools() == len(TOOL_NAMES)  # every call gave a result, none an error
+    finally:
+        stored.configure(previous)
+    assert {name for name, _ in worker.REHEARSAL} == set(TOOL_NAMES)
+    assert list(scratch.iterdir()) == []  # the recording and its directory are removed
+    assert not (tmp_path / "stats").exists()  # too short for statistics to be kept
+
+
+def test_a_worker_whose_tool_rehearsal_fails_logs_it_and_goes_on(monkeypatch, caplog):
+    from runs.queue import worker
+
+    def broken():
+        raise OSError("no temporary directory is writable")
+
+    monkeypatch.setattr(worker, "warm_up", lambda: None)
+    monkeypatch.setattr(worker, "open_database", lambda: None)
+    monkeypatch.setattr(worker, "rehearse_tools", broken)
+    with caplog.at_level(logging.INFO, logger="runs.queue.worker"):
+        worker.warm_worker()
+    assert "tool rehearsal failed" in caplog.text and "no temporary directory" in caplog.text
+    assert "ready for episodes" in caplog.text
