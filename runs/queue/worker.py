@@ -110,7 +110,8 @@ def settle_process(*, model: str | None) -> None:
     as the process, and a full collection walking them stops every episode thread of the
     process for a quarter of a second. A queue cluster calls it with None before it forks
     its workers (``manage.py qcluster``, which imports the queue task's module first), so that
-    they share these modules rather than each import them again.
+    they share these modules (with the EDF writer of their tool rehearsal, ``rehearse_tools``)
+    rather than each import them again.
 
     The C allocator is also told to keep freed memory for reuse (``keep_freed_memory``): the
     tools' large temporary arrays then reuse pages the process already has, instead of asking
@@ -133,6 +134,7 @@ def settle_process(*, model: str | None) -> None:
             logger.exception("the prompt set %r could not be loaded ahead", name)
     if model is None:
         preload_litellm()
+        import benchmark.demo.raw  # noqa: F401  (the EDF writer of the workers' tool rehearsal, 40 modules)
     elif not is_baseline(model):
         import litellm  # noqa: F401
     gc.freeze()
