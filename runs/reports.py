@@ -49,21 +49,31 @@ def _episodes_by_task(run: Run, epoch: int | None) -> dict[str, list[Episode]]:
 
 def _summaries(episodes_by_task: dict[str, list[Episode]]) -> dict[str, dict]:
     """The official scorer's summary of each task over its episodes (see ``task_summaries``)."""
-    summaries = {}
-    for code, episodes in episodes_by_task.items():
-        items = []
-        for episode in episodes:
-            completed = episode.status == Status.COMPLETED
-            items.append(
-                scoring_item(
-                    episode.instance,
-                    episode.prediction if completed else None,
-                    submitted=episode.status in (Status.COMPLETED, Status.FAILED),
-                    completed=completed,
-                )
+    return {
+        code: _score(code, [(episode.instance, episode) for episode in episodes])
+        for code, episodes in episodes_by_task.items()
+    }
+
+
+def _score(code: str, played: list[tuple[Any, Episode | None]]) -> dict:
+    """The official scorer's summary of ``code`` over ``(instance, its episode)`` pairs, in instance order.
+
+    An instance without an episode (None) counts as a result that was never submitted, as the
+    leaderboard scores an instance a run's epoch did not play.
+    """
+    items = []
+    for instance, episode in played:
+        status = episode.status if episode is not None else None
+        completed = status == Status.COMPLETED
+        items.append(
+            scoring_item(
+                instance,
+                episode.prediction if completed else None,
+                submitted=status in (Status.COMPLETED, Status.FAILED),
+                completed=completed,
             )
-        summaries[code] = score_task(code, items)
-    return summaries
+        )
+    return score_task(code, items)
 
 
 def _scalars(metrics: dict) -> dict:
@@ -145,23 +155,42 @@ def _epochs_report(run: Run) -> dict:
     The leaderboard's summary of the run is computed the same way, by the same functions
     (``benchmark.scoring.epochs``): a task's summary is the mean of its epochs', its ``n_items``
     counts an episode per instance and epoch, and an instance is correct in an epoch by the run
-    page's rule (``answered_correctly``). Every epoch plays the same instances (``create_run``).
+    page's rule (``answered_correctly``). Every epoch plays the same instances (``create_run``);
+    an instance an epoch has no episode of (an admin deleted it) counts there as not submitted
+    and not correct, as the leaderboard scores it.
     """
     per_epoch = [_episodes_by_task(run, epoch) for epoch in range(run.epochs)]
-    scored = [_summaries(episodes_by_task) for episodes_by_task in per_epoch]
+    # Each task's instances that any epoch played, in instance order: an epoch without an episode of
+    # one (an admin deleted it) scores it as not submitted, and not correct, as the leaderboard does.
+    instances: dict[str, dict[int, Any]] = defaultdict(dict)
+    for episodes_by_task in per_epoch:
+        for code, episodes in episodes_by_task.items():
+            for episode in episodes:
+                instances[code].setdefault(episode.instance_id, episode.instance)
+    ordered = {
+        code: sorted(found.values(), key=lambda instance: (instance.position, instance.pk))
+        for code, found in sorted(instances.items())
+    }
+    scored: list[dict[str, dict]] = []
     # Per task, per instance (in instance order), whether each epoch answered it correctly.
     correct: dict[str, dict[int, list[bool]]] = defaultdict(lambda: defaultdict(list))
-    for episodes_by_task, summaries in zip(per_epoch, scored):
-        for code, summary in summaries.items():
-            for episode, scores in zip(episodes_by_task[code], summary["per_item"]):
-                correct[code][episode.instance_id].append(
-                    answered_correctly(
+    for episodes_by_task in per_epoch:
+        summaries = {}
+        for code, task_instances in ordered.items():
+            episodes = {episode.instance_id: episode for episode in episodes_by_task.get(code, [])}
+            played = [(instance, episodes.get(instance.pk)) for instance in task_instances]
+            summaries[code] = _score(code, played)
+            for (instance, episode), scores in zip(played, summaries[code]["per_item"]):
+                correct[code][instance.pk].append(
+                    episode is not None
+                    and answered_correctly(
                         code,
                         scores,
                         completed=episode.status == Status.COMPLETED,
                         answered=episode.final_answer is not None,
                     )
                 )
+        scored.append(summaries)
     combined = {}
     for code in scored[0]:
         summaries = [epoch_summaries[code] for epoch_summaries in scored]

@@ -126,6 +126,26 @@ def test_overall_is_the_mean_of_the_per_epoch_overalls_with_their_sd(demo):
     assert low <= summary.overall <= high
 
 
+def summary_tasks_as_reported(summary: RunSummary) -> dict:
+    """A leaderboard summary's tasks in the shape of ``run_report``'s."""
+    return json_safe({
+        code: {
+            "primary_metric": scored["primary_metric"],
+            "primary_score": scored["primary_score"],
+            "official": scored["official"],
+            "reasons": scored["reasons"],
+            "n_items": scored["completeness"]["expected"],
+            "completeness": scored["completeness"],
+            "metrics": {
+                key: value for key, value in scored["metrics"].items()
+                if value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
+            },
+            "epochs": scored["epochs"],
+        }
+        for code, scored in sorted(summary.tasks.items())
+    })
+
+
 def test_the_report_of_several_epochs_is_what_the_leaderboard_summary_holds(demo):
     run, _ = random_run("--epochs", "3")
     # Two seizure-free records answered right (no seizure) in epochs 0 and 2; in epoch 1 one
@@ -151,24 +171,8 @@ def test_the_report_of_several_epochs_is_what_the_leaderboard_summary_holds(demo
 
     assert not RunSummary.objects.filter(run=run).exists()  # the report does not go through the leaderboard
     summary = refresh_run_summary(run)
-    tasks = {
-        code: {
-            "primary_metric": scored["primary_metric"],
-            "primary_score": scored["primary_score"],
-            "official": scored["official"],
-            "reasons": scored["reasons"],
-            "n_items": scored["completeness"]["expected"],
-            "completeness": scored["completeness"],
-            "metrics": {
-                key: value for key, value in scored["metrics"].items()
-                if value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
-            },
-            "epochs": scored["epochs"],
-        }
-        for code, scored in sorted(summary.tasks.items())
-    }
     assert list(report["tasks"]) == list(TASK_IDS)
-    assert report["tasks"] == json_safe(tasks)
+    assert report["tasks"] == summary_tasks_as_reported(summary)
     assert report["overall"] == summary.overall
     assert report["overall_official"] is summary.overall_official
     assert report["overall_epochs"] == json_safe(overall_over_epochs(summary.tasks))
@@ -331,3 +335,20 @@ def test_a_nights_record_counts_once_in_the_duration_bins_however_many_epochs(de
     row = next(row for row in selectors.leaderboard(suite="demo").rows if row.run_id == run.pk)
     (model,) = selectors._t6_duration_bins([(row, summary)])["models"]  # the demo's nights are Sleep Cassette ones
     assert sum(model["n_records"]) == len(nights) == 2
+
+
+def test_a_later_epoch_missing_some_episodes_is_reported_as_the_leaderboard_scores_it(demo):
+    """Episodes an admin deleted: the report neither fails nor drops them; each counts as not played, as on the board."""
+    run, _ = random_run("--epochs", "3")
+    seizures = demo.instances.filter(task__code="T5").order_by("position").first()
+    run.episodes.filter(instance=seizures, epoch=1).delete()  # one instance of one epoch
+    run.episodes.filter(instance__task__code="T3", epoch=2).delete()  # a whole task of the last epoch
+    RunSummary.objects.filter(run=run).delete()
+
+    report = run_report(run)
+
+    summary = refresh_run_summary(run)
+    assert list(report["tasks"]) == list(TASK_IDS)
+    assert report["tasks"] == summary_tasks_as_reported(summary)
+    assert report["overall"] == summary.overall
+    assert report["tasks"]["T3"]["epochs"]["scores"][2] == 0  # nothing of T3 was played in epoch 2
