@@ -225,13 +225,13 @@ def open_database() -> None:
     The query loads an episode that does not exist (``NO_EPISODE``), as ``load_episode`` loads
     each one: the query is compiled once per process, here. A process's first query also opens
     its connection: Django sets it up and, with SQLite, the schema is read and the connection's
-    page cache filled afresh. In a worker that is about
-    5 ms of processor time and 900 page faults, which every worker of a cluster would otherwise
-    spend as its first episode starts, all of them at once when a run is queued: in
-    ``bench/scale.py``'s part 4, 68 % of ideal on average over eight runs without it, 73 % with
-    it. The connection is left open: the task's start closes it as the end of a request does,
-    and a SQLite connection so closed goes back to the process's pool (``config.sqlite``) for
-    the task to take; another database's is kept for ``CONN_MAX_AGE``.
+    page cache filled afresh. In a worker that is about 5 ms of processor time and 900 page
+    faults, which every worker of a cluster would otherwise spend as its first episode starts,
+    all of them at once when a run is queued: in ``bench/scale.py``'s part 4, 68 % of ideal on
+    average over eight runs without it, 73 % with it. The connection is left open: the task's
+    start closes it as the end of a request does, and a SQLite connection so closed goes back
+    to the process's pool (``config.sqlite``) for the task to take; another database's is kept
+    for ``CONN_MAX_AGE``.
     """
     load_episode(NO_EPISODE)
 
