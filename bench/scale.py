@@ -487,7 +487,7 @@ def two_workers(suite, database: Path, episodes: int, workdir: Path, redis_url: 
                 clusters.append(subprocess.Popen([sys.executable, __file__, "--manage", "qcluster"], cwd=ROOT, env=env,
                                                  stdout=log.open("wb"), stderr=subprocess.STDOUT))  # fmt: skip
             # The run is queued once every worker has said it is ready (runs.queue.worker.warm_worker), as a run
-            # queued to clusters started earlier finds them: a worker's warm-up (about 150 ms of processor time)
+            # queued to clusters started earlier finds them: a worker's warm-up (about 120 ms of processor time)
             # belongs to the cluster's start, and 32 of them would otherwise compete with the run's first turns.
             deadline = time.monotonic() + 120
             while sum(log.read_text(errors="replace").count(ready) for log in logs) < 2 * WORKERS_PER_CLUSTER:

@@ -248,7 +248,7 @@ def warm_worker(name: str = "worker") -> None:
     starts, with the worker's ``name``. A warm-up step that fails is logged and the worker
     goes on: its first episode then does what the step would have. Either way the worker logs
     (at INFO, as ``WARMED_UP``) that it is ready: a cluster whose workers have all said so
-    plays a run without their warm-ups (about 150 ms of processor time each) competing with
+    plays a run without their warm-ups (about 120 ms of processor time each) competing with
     its episodes.
     """
     started = time.process_time()
