@@ -199,9 +199,8 @@ class MappedStatistics:
         # renames a rebuilt file into ``path`` meanwhile: a marker matching this file's stamp then
         # vouches for the arrays mapped, never for another file's.
         with open(path, "rb") as handle:
-            header, header_length, stat = self._read_header(handle)
-            self._check_layout(header, geometry, shapes, header_length, stat.st_size)
-            data_start = len(MAGIC) + 8 + header_length
+            header, data_start, stat = self._read_header(handle)
+            self._check_layout(header, geometry, shapes, data_start, stat.st_size)
             self._data = np.memmap(handle, dtype="<f8", mode="r", offset=data_start) if self.channels else None
         self.path = path
         self._stamp = file_stamp(stat)
@@ -211,6 +210,7 @@ class MappedStatistics:
 
     @staticmethod
     def _read_header(handle) -> tuple[dict, int, os.stat_result]:
+        """The header, where the data starts, and the file's stat."""
         head = handle.read(len(MAGIC) + 8)
         if len(head) < len(MAGIC) + 8 or head[: len(MAGIC)] != MAGIC:
             raise StoreError("not a statistics file")
@@ -221,9 +221,9 @@ class MappedStatistics:
             header = json.loads(handle.read(header_length))
         except (UnicodeDecodeError, json.JSONDecodeError):
             raise StoreError("damaged header") from None
-        return header, header_length, os.fstat(handle.fileno())
+        return header, len(MAGIC) + 8 + header_length, os.fstat(handle.fileno())
 
-    def _check_layout(self, header, geometry: dict, shapes: dict, header_length: int, size: int) -> None:
+    def _check_layout(self, header, geometry: dict, shapes: dict, data_start: int, size: int) -> None:
         if not isinstance(header, dict) or header.get("geometry") != geometry:
             raise StoreError("another geometry")
         self.shapes = shapes
@@ -239,7 +239,7 @@ class MappedStatistics:
                     or not isinstance(entry.get("crc32"), list) or len(entry["crc32"]) != len(shapes)
                     or not isinstance(entry.get("scalars"), dict)):
                 raise StoreError("wrong channel layout")
-        if size != len(MAGIC) + 8 + header_length + per_channel * len(self.channels):
+        if size != data_start + per_channel * len(self.channels):
             raise StoreError("wrong length")
 
     @property
