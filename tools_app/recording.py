@@ -357,7 +357,7 @@ def open_recording(path, *, metadata=None) -> Recording:
 
 
 def clear_recording_cache() -> None:
-    """Forget every cached recording (tests; a changed file is already re-opened on its own)."""
+    """Forget every cached recording (tests, a worker's tool rehearsal; a changed file is already re-opened on its own)."""
     with _cache_lock:
         _cache.clear()
 

@@ -190,7 +190,9 @@ def rehearse_tools() -> int:
     tools where its second took 300; rehearsed, part 4 ran at 71-74 % of ideal against 69-71 %
     without (four alternating runs each). The recording (two EEG channels, a left and a right one,
     written as EDF to a temporary directory, removed afterwards) is too short for its statistics
-    to be computed or kept (``tools_app.signal``): nothing is written anywhere else.
+    to be computed or kept (``tools_app.signal``): nothing is written anywhere else, and the
+    process's recording cache, which holds nothing else before a worker's first task, is
+    emptied of it.
     """
     import tempfile
     from datetime import datetime
@@ -199,6 +201,7 @@ def rehearse_tools() -> int:
     import numpy as np
 
     from benchmark.demo.raw import EdfSignal, write_edf
+    from tools_app.recording import clear_recording_cache
     from tools_app.registry import call_tool
 
     noise = np.random.default_rng(0).normal(0.0, 20.0, size=(2, _REHEARSAL_SECONDS * _REHEARSAL_RATE))
@@ -212,6 +215,7 @@ def rehearse_tools() -> int:
         for tool_name, arguments in REHEARSAL:
             result = call_tool(path, tool_name, {"record_id": "rehearsal", **arguments}, record_id="rehearsal")
             given += "error" not in result
+        clear_recording_cache()
     return given
 
 
@@ -254,18 +258,15 @@ def warm_worker(name: str = "worker") -> None:
     started = time.process_time()
     batch_scheduling()
     fault_in_heap()
-    try:
-        warm_up()
-    except Exception:
-        logger.exception("the worker's warm-up failed; its first model call will build what it would have")
-    try:
-        rehearse_tools()
-    except Exception:
-        logger.exception("the worker's tool rehearsal failed; its first tool calls will do what it would have")
-    try:
-        open_database()
-    except Exception:
-        logger.exception("the worker could not query its database as it warmed up; its first episode will connect")
+    for step, failed in (
+        (warm_up, "the worker's warm-up failed; its first model call will build what it would have"),
+        (rehearse_tools, "the worker's tool rehearsal failed; its first tool calls will do what it would have"),
+        (open_database, "the worker could not query its database as it warmed up; its first episode will connect"),
+    ):
+        try:
+            step()
+        except Exception:
+            logger.exception(failed)
     logger.info(WARMED_UP, name, os.getpid(), 1000 * (time.process_time() - started))
 
 

@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+from django.db import OperationalError
 from django.core.management import get_commands, load_command_class
 from django_q.signals import post_spawn
 
@@ -44,6 +45,17 @@ with FakeLLM() as server:
 print(json.dumps({"threads": threads_after_preload, "loaded": loaded, "built": built,
                   "content": reply.choices[0].message.content, "batch": os.sched_getscheduler(0) == os.SCHED_BATCH}))
 """
+
+
+@pytest.fixture
+def quiet_steps(monkeypatch):
+    """warm_worker's steps that reach outside the process (litellm's loopback calls, the tool rehearsal, the
+    database) made no-ops, for a test to replace the one it is about; the worker module is returned."""
+    from runs.queue import worker
+
+    for step in ("warm_up", "rehearse_tools", "open_database"):
+        monkeypatch.setattr(worker, step, lambda: None)
+    return worker
 
 
 @pytest.fixture(autouse=True)
@@ -119,27 +131,24 @@ def test_the_preloading_command_loads_and_counts_its_free_workers_before_it_star
         post_execute_in_worker.disconnect(dispatch_uid="runs.free_after_task")
 
 
-def test_a_worker_whose_warm_up_fails_logs_it_and_goes_on(monkeypatch, caplog):
-    from runs.queue import worker
+@pytest.mark.parametrize("step, error, logged", [
+    ("warm_up", ConnectionRefusedError("no loopback here"), "warm-up failed"),
+    ("rehearse_tools", OSError("no temporary directory is writable"), "tool rehearsal failed"),
+    ("open_database", OperationalError("the database server is not up yet"), "could not query its database"),
+])
+def test_a_worker_whose_warm_up_step_fails_logs_it_and_goes_on(quiet_steps, monkeypatch, caplog, step, error, logged):
+    def failing():
+        raise error
 
-    def refused():
-        raise ConnectionRefusedError("no loopback here")
-
-    monkeypatch.setattr(worker, "warm_up", refused)
-    monkeypatch.setattr(worker, "open_database", lambda: None)
-    monkeypatch.setattr(worker, "rehearse_tools", lambda: 0)
+    monkeypatch.setattr(quiet_steps, step, failing)
     with caplog.at_level(logging.INFO, logger="runs.queue.worker"):
-        worker.warm_worker()
-    assert "warm-up failed" in caplog.text and "no loopback here" in caplog.text
+        quiet_steps.warm_worker()
+    assert logged in caplog.text and str(error) in caplog.text
     assert "ready for episodes" in caplog.text  # it goes on: a cluster waiting for its workers is not kept waiting
 
 
-def test_a_warmed_worker_says_it_is_ready_with_its_name_at_info(monkeypatch, caplog):
-    from runs.queue import worker
-
-    monkeypatch.setattr(worker, "warm_up", lambda: None)
-    monkeypatch.setattr(worker, "open_database", lambda: None)
-    monkeypatch.setattr(worker, "rehearse_tools", lambda: 0)
+def test_a_warmed_worker_says_it_is_ready_with_its_name_at_info(quiet_steps, caplog):
+    worker = quiet_steps
     with caplog.at_level(logging.INFO, logger="runs.queue.worker"):
         worker.warm_worker("Process-1:7")
     [record] = [r for r in caplog.records if r.name == "runs.queue.worker"]
@@ -234,12 +243,9 @@ def test_nothing_is_faulted_in_where_freed_memory_would_go_straight_back(monkeyp
     assert worker.fault_in_heap() is False
 
 
-def test_the_warm_up_faults_in_the_heap(monkeypatch):
-    from runs.queue import worker
-
+def test_the_warm_up_faults_in_the_heap(quiet_steps, monkeypatch):
+    worker = quiet_steps
     calls = []
-    monkeypatch.setattr(worker, "warm_up", lambda: None)
-    monkeypatch.setattr(worker, "open_database", lambda: None)
     monkeypatch.setattr(worker, "rehearse_tools", lambda: calls.append("rehearsal"))
     monkeypatch.setattr(worker, "fault_in_heap", lambda: calls.append("heap"))
     worker.warm_worker()
@@ -262,23 +268,6 @@ def test_the_warm_up_makes_the_worker_s_first_database_query_and_leaves_the_conn
     assert connection.connection is not None  # open for the worker's first task
 
 
-def test_a_worker_that_cannot_query_its_database_as_it_warms_up_logs_it_and_goes_on(monkeypatch, caplog):
-    from django.db import OperationalError
-
-    from runs.queue import worker
-
-    def unreachable():
-        raise OperationalError("the database server is not up yet")
-
-    monkeypatch.setattr(worker, "warm_up", lambda: None)
-    monkeypatch.setattr(worker, "rehearse_tools", lambda: 0)
-    monkeypatch.setattr(worker, "open_database", unreachable)
-    with caplog.at_level(logging.INFO, logger="runs.queue.worker"):
-        worker.warm_worker()
-    assert "could not query its database" in caplog.text and "not up yet" in caplog.text
-    assert "ready for episodes" in caplog.text
-
-
 def test_a_settled_process_reuses_the_memory_of_a_freed_temporary_instead_of_faulting_in_fresh_pages():
     def faults(mode: str) -> tuple[str, int]:
         done = subprocess.run([sys.executable, "-c", FREED_AND_REUSED, mode], cwd=ROOT, capture_output=True, text=True,
@@ -295,6 +284,7 @@ def test_a_worker_s_tool_rehearsal_calls_every_tool_with_a_result_and_leaves_not
     import tempfile
 
     from runs.queue import worker
+    from tools_app import recording
     from tools_app.registry import TOOL_NAMES
     from tools_app.signal import stored
 
@@ -309,22 +299,8 @@ def test_a_worker_s_tool_rehearsal_calls_every_tool_with_a_result_and_leaves_not
         stored.configure(previous)
     assert {name for name, _ in worker.REHEARSAL} == set(TOOL_NAMES)
     assert list(scratch.iterdir()) == []  # the recording and its directory are removed
+    assert not [key for key in recording._cache if key[0].startswith(str(scratch))]  # and no longer cached
     assert not (tmp_path / "stats").exists()  # too short for statistics to be kept
-
-
-def test_a_worker_whose_tool_rehearsal_fails_logs_it_and_goes_on(monkeypatch, caplog):
-    from runs.queue import worker
-
-    def broken():
-        raise OSError("no temporary directory is writable")
-
-    monkeypatch.setattr(worker, "warm_up", lambda: None)
-    monkeypatch.setattr(worker, "open_database", lambda: None)
-    monkeypatch.setattr(worker, "rehearse_tools", broken)
-    with caplog.at_level(logging.INFO, logger="runs.queue.worker"):
-        worker.warm_worker()
-    assert "tool rehearsal failed" in caplog.text and "no temporary directory" in caplog.text
-    assert "ready for episodes" in caplog.text
 
 
 def test_the_cluster_loads_the_rehearsal_s_edf_writer_before_it_forks_its_workers():
