@@ -149,7 +149,16 @@ class Release(models.Model):
 
 
 class Suite(models.Model):
-    """A set of instances built from one release; runs are made against a suite."""
+    """A set of instances built from one release; runs are made against a suite.
+
+    ``references`` says who may learn its answers: ``public`` (its answer keys are published, as
+    the official release's are) or ``held-out`` (only staff see its episodes and per-item scores;
+    everyone else, agents included, sees run-level scores only: ``leaderboard.access``).
+    """
+
+    class References(models.TextChoices):
+        PUBLIC = "public", "public"
+        HELD_OUT = "held-out", "held out"
 
     name = models.SlugField(max_length=100, unique=True)
     release = models.ForeignKey(Release, on_delete=models.PROTECT, related_name="suites")
@@ -159,6 +168,10 @@ class Suite(models.Model):
     )
     skipped = models.JSONField(default=list, blank=True, help_text="What the import left out, and why.")
     description = models.TextField(blank=True)
+    references = models.CharField(
+        max_length=10, choices=References.choices, default=References.PUBLIC,
+        help_text="public: its answer keys are published; held-out: only staff see its episodes and per-item scores.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -166,6 +179,10 @@ class Suite(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def is_held_out(self) -> bool:
+        return self.references == self.References.HELD_OUT
 
     @property
     def is_synthetic(self) -> bool:

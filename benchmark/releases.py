@@ -500,7 +500,7 @@ class _Plan:
 
 def import_release(
     *, path: str | Path, suite_name: str | None = None, tasks: Iterable[str] | None = None,
-    skip_missing: bool = False,
+    skip_missing: bool = False, held_out: bool = False,
 ) -> ImportResult:
     """Import the release directory at ``path`` into a suite, all or nothing.
 
@@ -519,11 +519,15 @@ def import_release(
     skip_missing : bool
         Import the scenarios whose data files are present, list the others in ``Suite.skipped`` and mark
         the suite partial, instead of refusing the release.
+    held_out : bool
+        Hold the suite's references out (``Suite.References``). A release whose ``benchmark.json``
+        says ``"references": "held-out"`` (``build_release --held-out``) is held out without it.
 
     Returns
     -------
     ImportResult
-        ``created`` is False when the same release was already imported under that name: nothing changes.
+        ``created`` is False when the same release was already imported under that name: nothing changes,
+        except that a suite asked to be held out is held out from then on (never made public here).
 
     Raises
     ------
@@ -535,8 +539,25 @@ def import_release(
         raise ReleaseError([f"suite name {suite_name!r} must be a slug: lower-case letters, digits and hyphens"])
     if suite_name is not None and len(suite_name) > _SUITE_NAME_LENGTH:
         raise ReleaseError([f"suite name {suite_name!r} is longer than {_SUITE_NAME_LENGTH} characters"])
-    return _save_suite(plan=plan, manifest=release_manifest(plan.root), suite_name=suite_name,
-                       by_task=tasks is not None)
+    held_out = held_out or plan.descriptor.get("references") == Suite.References.HELD_OUT
+    result = _save_suite(plan=plan, manifest=release_manifest(plan.root), suite_name=suite_name,
+                         by_task=tasks is not None, held_out=held_out)
+    if held_out and not result.suite.is_held_out:
+        set_references(result.suite, Suite.References.HELD_OUT)
+    return result
+
+
+def set_references(suite: Suite, references: str) -> bool:
+    """Make ``suite``'s references ``public`` or ``held-out``; returns whether that changed anything.
+
+    Pages decide what to show from the suite as they are read, and the leaderboard's stored
+    summaries hold no answer of their own to hide, so the change is in force at the next request.
+    """
+    if references not in Suite.References.values:
+        raise ValueError(f"references must be one of {', '.join(Suite.References.values)}, not {references!r}")
+    changed = Suite.objects.filter(pk=suite.pk).exclude(references=references).update(references=references)
+    suite.references = references
+    return bool(changed)
 
 
 def _check_release(root: Path, tasks: Iterable[str] | None, skip_missing: bool) -> _Plan:
@@ -554,6 +575,8 @@ def _check_release(root: Path, tasks: Iterable[str] | None, skip_missing: bool) 
             problems.append(f"{SCENARIOS.format(task=task)}: missing, so {task} cannot be imported")
     if not available:
         problems.append(f"{root}/benchmark/scenarios: no scenario files (T1.jsonl … T6.jsonl)")
+    if descriptor.get("references", Suite.References.PUBLIC) not in Suite.References.values:
+        problems.append(f"{root}/benchmark.json: references must be one of {', '.join(Suite.References.values)}")
     listed = descriptor.get("official_tools") or OFFICIAL_TOOLS
     if not isinstance(listed, list | tuple) or not all(isinstance(name, str) for name in listed):
         problems.append(f"{root}/benchmark.json: official_tools must be a list of tool names")
@@ -582,7 +605,8 @@ def _check_release(root: Path, tasks: Iterable[str] | None, skip_missing: bool) 
 
 
 @transaction.atomic
-def _save_suite(*, plan: _Plan, manifest: dict, suite_name: str | None, by_task: bool) -> ImportResult:
+def _save_suite(*, plan: _Plan, manifest: dict, suite_name: str | None, by_task: bool,
+                held_out: bool) -> ImportResult:
     """Write the checked release as a suite, or return the suite that already holds it."""
     release = _release_for(plan.root, plan.descriptor, plan.descriptor_text, manifest)
     base = suite_name
@@ -613,6 +637,7 @@ def _save_suite(*, plan: _Plan, manifest: dict, suite_name: str | None, by_task:
         version=version,
         is_partial=bool(plan.skipped),
         skipped=plan.skipped,
+        references=Suite.References.HELD_OUT if held_out else Suite.References.PUBLIC,
         description=f"{release.name} {release.version}: "
         + ", ".join(f"{task} {count}" for task, count in counts.items()),
     )

@@ -81,7 +81,7 @@ def _collect(module: ModuleType, dataset: str, raw_dir: Path, seed: int | None) 
 
 def build(dataset: str, raw_dir: Path, out_dir: Path, *, screen_runs: Sequence[Path] = (),
           seed: int | None = None, targets: Mapping[str, int] | None = None, name: str = DEFAULT_NAME,
-          version: str = DEFAULT_VERSION, synthetic: bool = False) -> BuildReport:
+          version: str = DEFAULT_VERSION, synthetic: bool = False, held_out: bool = False) -> BuildReport:
     """Build one dataset's task into the release at ``out_dir``.
 
     Parameters
@@ -100,6 +100,8 @@ def build(dataset: str, raw_dir: Path, out_dir: Path, *, screen_runs: Sequence[P
         Balancing target per class instead of the paper's rule.
     synthetic : bool
         Whether the raw data are synthetic (the demo); recorded in benchmark.json.
+    held_out : bool
+        Whether the suites imported from the release hold their references out; recorded in benchmark.json.
     """
     module = load_builder(dataset)
     raw_dir = Path(raw_dir)
@@ -127,7 +129,8 @@ def build(dataset: str, raw_dir: Path, out_dir: Path, *, screen_runs: Sequence[P
     elif targets:
         raise BuildError(f"{task_id} is not class-balanced (paper §6.1); leave out the balancing targets")
 
-    written = write_release(selected, Path(out_dir), name=name, version=version, synthetic=synthetic)
+    written = write_release(selected, Path(out_dir), name=name, version=version, synthetic=synthetic,
+                            held_out=held_out)
     return BuildReport(dataset, task_id, written, class_counts(pool, group_of), screened_counts,
                        class_counts(selected, group_of))
 

@@ -30,6 +30,9 @@ from typing import Any
 from tools_app.registry import TOOL_NAMES
 
 RELEASE_SCHEMA = "eegagentbench/benchmark/v1"
+#: ``benchmark.json``'s ``"references"`` in a release whose suites hold their answers out (our key, not the
+#: official release's; the same value as ``benchmark.models.Suite.References.HELD_OUT``).
+HELD_OUT = "held-out"
 MAX_TURNS = 1000
 
 OFFICIAL_TOOLS = TOOL_NAMES  # every T2-T6 scenario allows the ten tools, in catalog order
@@ -423,7 +426,7 @@ def _carry_over_task(task_id: str, old_root: Path, new_root: Path) -> _TaskFiles
 
 
 def _benchmark_description(tasks: Mapping[str, _TaskFiles], *, name: str, version: str,
-                           synthetic: bool) -> dict[str, Any]:
+                           synthetic: bool, held_out: bool) -> dict[str, Any]:
     entries = {}
     for task_id in sorted(tasks):
         fmt = TASK_FORMATS[task_id]
@@ -446,7 +449,7 @@ def _benchmark_description(tasks: Mapping[str, _TaskFiles], *, name: str, versio
             "components": [f"{task_id}.{TASK_FORMATS[task_id].primary_metric}" for task_id in sorted(tasks)],
         },
         "synthetic": synthetic,
-    }
+    } | ({"references": HELD_OUT} if held_out else {})
 
 
 def _write_text(path: Path, lines: Iterable[str]) -> None:
@@ -470,7 +473,7 @@ def _replace_directory(staging: Path, out_dir: Path) -> None:
 
 
 def write_release(candidates: Sequence[Candidate], out_dir: Path, *, name: str, version: str,
-                  synthetic: bool) -> Path:
+                  synthetic: bool, held_out: bool = False) -> Path:
     """Write a release directory for ``candidates`` at ``out_dir``, all or nothing.
 
     Record ids are sequential per task in the order given (``EEG_0001``…,
@@ -479,6 +482,8 @@ def write_release(candidates: Sequence[Candidate], out_dir: Path, *, name: str, 
     of ``candidates`` replace their earlier versions, so the six datasets can be
     built one after another into one release. Everything is written to a
     sibling staging directory that replaces ``out_dir`` only once complete.
+    ``held_out`` writes ``"references": "held-out"`` into ``benchmark.json``, which
+    ``import_release`` reads (a release once held out stays so as tasks are added).
 
     Returns
     -------
@@ -501,6 +506,7 @@ def write_release(candidates: Sequence[Candidate], out_dir: Path, *, name: str, 
                     except (OSError, KeyError, TypeError, json.JSONDecodeError) as exc:
                         raise BuildError(f"{out_dir}: cannot keep the release's {task_id} files ({exc})") from None
             synthetic = synthetic or bool(previous.get("synthetic", False))
+            held_out = held_out or previous.get("references") == HELD_OUT
         for task_id, task_candidates in by_task.items():
             tasks[task_id] = _write_task(task_id, task_candidates, staging)
         bench = staging / "benchmark"
@@ -510,7 +516,8 @@ def write_release(candidates: Sequence[Candidate], out_dir: Path, *, name: str, 
             _write_text(bench / "answer_keys" / f"{task_id}.jsonl", files.answer_keys)
         _write_text(bench / "manifests" / "files.jsonl",
                     (line for task_id in sorted(tasks) for line in tasks[task_id].manifest))
-        description = _benchmark_description(tasks, name=name, version=version, synthetic=synthetic)
+        description = _benchmark_description(tasks, name=name, version=version, synthetic=synthetic,
+                                             held_out=held_out)
         _write_text(bench / "benchmark.json", [json.dumps(description, indent=2, ensure_ascii=False) + "\n"])
         _replace_directory(staging, out_dir)
     except BaseException:

@@ -49,6 +49,9 @@ class Command(BaseCommand):
                             help=f"release version (default {DEFAULT_VERSION})")
         parser.add_argument("--synthetic", action="store_true",
                             help="mark the release as built from synthetic recordings")
+        parser.add_argument("--held-out", action="store_true",
+                            help="mark the release's references held out: import_release makes its suites "
+                            "held-out (only staff see their episodes and per-item scores)")
 
     def handle(self, *args, **options):
         try:
@@ -56,6 +59,7 @@ class Command(BaseCommand):
                 options["dataset"], options["raw_dir"], options["out"],
                 screen_runs=options["screen_runs"], seed=options["seed"], targets=options["balance_targets"],
                 name=options["name"], version=options["version"], synthetic=options["synthetic"],
+                held_out=options["held_out"],
             )
         except BuildError as exc:
             raise CommandError(str(exc)) from None

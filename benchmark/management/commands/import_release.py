@@ -27,6 +27,11 @@ class Command(BaseCommand):
             help="import the scenarios whose data files are present; mark the suite partial and list the rest",
         )
         parser.add_argument(
+            "--held-out", action="store_true",
+            help="hold the suite's references out: only staff see its episodes and per-item scores, "
+            "everyone else run-level scores (manage.py suite_references changes it later)",
+        )
+        parser.add_argument(
             "--no-precompute", action="store_true",
             help="do not compute the long recordings' tool statistics now (the first tool call on each will); "
             "manage.py precompute_records SUITE does it later",
@@ -36,7 +41,7 @@ class Command(BaseCommand):
         try:
             result = import_release(
                 path=options["path"], suite_name=options["suite"], tasks=options["tasks"],
-                skip_missing=options["skip_missing"],
+                skip_missing=options["skip_missing"], held_out=options["held_out"],
             )
         except ReleaseError as exc:
             raise CommandError(f"nothing imported; {len(exc.problems)} problem(s):\n" + "\n".join(exc.problems))
@@ -45,6 +50,7 @@ class Command(BaseCommand):
             self.stdout.write(f"Suite {suite.name} already holds this release; nothing imported.")
         else:
             self._report(result)
+        self.stdout.write(f"Its references are {suite.references}.")
         has_recordings = suite.instances.exclude(recording_path="").exists()
         if not options["no_precompute"] and stored.stats_dir() is not None and has_recordings:
             call_command("precompute_records", suite.name, stdout=self.stdout, stderr=self.stderr)
