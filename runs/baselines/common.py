@@ -1,12 +1,12 @@
 """What both baselines share: a local agent that writes text actions and reads tool results back."""
 from __future__ import annotations
 
-import ast
 import hashlib
 import json
 import time
 from typing import Any
 
+from runs.baselines.results import read_tool_result
 from runs.cost import Pricing, TokenUsage
 from runs.model.reply import Reply
 from runs.protocol import TOOL_RESULT_PREFIX
@@ -58,6 +58,7 @@ class BaselineAgent:
         self.instance = instance
         self.task = instance["task"]
         self.record_id = instance["record_id"]
+        self._read: dict[str, Any] = {}  # each result is read once, not again at every later turn
 
     def next_action(self, results: list[Any]) -> dict:
         raise NotImplementedError
@@ -65,7 +66,7 @@ class BaselineAgent:
     def respond(self, messages: list[dict], *, tools: list[dict] | None = None) -> Reply:
         started = time.monotonic()
         results = [
-            read_tool_result(message["content"].removeprefix(TOOL_RESULT_PREFIX))
+            self._result(message["content"].removeprefix(TOOL_RESULT_PREFIX))
             for message in messages[2:]
             if message.get("role") == "user" and str(message.get("content")).startswith(TOOL_RESULT_PREFIX)
         ]
@@ -77,10 +78,7 @@ class BaselineAgent:
             finish_reason="stop",
         )
 
-
-def read_tool_result(text: str) -> Any:
-    """A tool result back from the repr the model was shown; an error text stays a message."""
-    try:
-        return ast.literal_eval(text)
-    except (ValueError, SyntaxError):
-        return {"error": text}
+    def _result(self, text: str) -> Any:
+        if text not in self._read:
+            self._read[text] = read_tool_result(text)
+        return self._read[text]

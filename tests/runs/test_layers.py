@@ -25,6 +25,7 @@ LAYERS = {
     "baselines.common": PURE,
     "baselines.heuristic": PURE,
     "baselines.random": PURE,
+    "baselines.results": PURE,
     "cost": PURE,
     "limits": PURE,
     "model": PURE,
