@@ -4,9 +4,11 @@ from decimal import Decimal
 
 import pytest
 
-from runs.baselines.heuristic import T1_FIXED_LETTER, HeuristicAgent, windows_per_call
+from runs.baselines.heuristic import T1_FIXED_LETTER, HeuristicAgent, ToolRefused, rescoped_span, sleep_channels
 from runs.baselines.random import RandomAgent
 from runs.protocol import TOOL_RESULT_PREFIX, final_answer_errors, parse_text_action
+from tools_app.budget import check_windowed
+from tools_app.errors import ToolError
 from tools_app.views import result_text
 from tests.runs.test_protocol import OUTPUT_SCHEMAS
 
@@ -89,20 +91,19 @@ def band_power_result(relative, ratios=None):
 
 
 @pytest.mark.parametrize(
-    ("relative", "peak_to_peak", "label"),
+    ("relative", "crossings", "label"),
     [
         ({"delta": 0.2, "theta": 0.1, "alpha": 0.2, "beta": 0.3, "gamma": 0.2}, 100, "muscle_contaminated"),
-        ({"delta": 0.7, "theta": 0.1, "alpha": 0.1, "beta": 0.05, "gamma": 0.05}, 300, "ocular_contaminated"),
-        ({"delta": 0.7, "theta": 0.1, "alpha": 0.1, "beta": 0.05, "gamma": 0.05}, 60, "clean"),
-        ({"delta": 0.3, "theta": 0.2, "alpha": 0.4, "beta": 0.07, "gamma": 0.03}, 100, "clean"),
+        ({"delta": 0.05, "theta": 0.05, "alpha": 0.8, "beta": 0.05, "gamma": 0.05}, 70, "muscle_contaminated"),
+        ({"delta": 0.7, "theta": 0.1, "alpha": 0.1, "beta": 0.05, "gamma": 0.05}, 8, "ocular_contaminated"),
+        ({"delta": 0.25, "theta": 0.05, "alpha": 0.65, "beta": 0.04, "gamma": 0.01}, 28, "ocular_contaminated"),
+        ({"delta": 0.05, "theta": 0.05, "alpha": 0.85, "beta": 0.04, "gamma": 0.01}, 30, "clean"),
     ],
 )
-def test_heuristic_t2_rules(relative, peak_to_peak, label):
+def test_heuristic_t2_rules(relative, crossings, label):
     results = {
         "compute_band_power": band_power_result(relative),
-        "compute_temporal_features": {
-            "channels": [{"channel": "EEG", "rms_uv": 20.0, "peak_to_peak_uv": peak_to_peak}]
-        },
+        "compute_temporal_features": {"channels": [{"channel": "EEG", "zero_crossing_rate_hz": crossings}]},
     }
     answer, calls = drive(HeuristicAgent(INSTANCES["T2"]), lambda name, arguments: results[name])
     assert [call.name for call in calls] == ["compute_band_power", "compute_temporal_features"]
@@ -132,94 +133,162 @@ def test_heuristic_t4_rules(peak, ratio, label):
     assert answer["classification"] == label
 
 
-def official_budget_tokens(features, n_channels, n_windows):
-    """compute_windowed_features' output estimate (REFERENCE §1.1), which must stay within 8,000 tokens."""
-    row = len(json.dumps({**{f: -12.3456 for f in sorted(features)}, "t_start": 0.0, "t_end": 0.0})) + 2
-    return (n_windows * n_channels * row + 60 * n_channels) // 4
+def test_heuristic_fails_loudly_when_a_tool_refuses_what_it_cannot_rescope():
+    """A refusal other than the output budget is a defect of the heuristic: the episode fails, it answers nothing."""
+    with pytest.raises(ToolRefused, match="None of the requested channels exist"):
+        drive(HeuristicAgent(INSTANCES["T3"]), lambda name, arguments: {
+            "record_id": "rec-9c1e", "error": "None of the requested channels exist: ['EEG']"})
 
 
 class FakeWindowedRecording:
-    """Just enough of the tools for the heuristic: recording info and windowed features from a value function."""
+    """Recording info and windowed features from ``value(channel, t)``, refused over the budget as the tool does."""
 
     def __init__(self, duration, channels, value):
         self.duration, self.channels, self.value = duration, channels, value
-        self.budgets = []
+        self.refused, self.served = [], []
 
     def __call__(self, name, arguments):
         if name == "get_recording_info":
-            return {"duration_sec": self.duration, "channel_names": self.channels}
+            return {"record_id": "rec-9c1e", "duration_sec": self.duration, "channel_names": self.channels,
+                    "reference": 0}  # fmt: skip
         assert name == "compute_windowed_features"
         window, tmin, tmax = arguments["window_sec"], arguments["tmin"], arguments["tmax"]
-        channels = arguments.get("channels", self.channels)
+        channels, features = arguments["channels"], arguments["features"]
         starts = [tmin + i * window for i in range(int(round((tmax - tmin) / window)))]
-        self.budgets.append(official_budget_tokens(arguments["features"], len(channels), len(starts)))
+        try:
+            check_windowed(n_channels=len(channels), n_windows=len(starts), features=features, step_sec=window,
+                           span_sec=tmax - tmin)  # fmt: skip
+        except ToolError as refusal:
+            self.refused.append((tmin, tmax))
+            return refusal.to_result("rec-9c1e")
+        self.served.append((tmin, tmax))
         return {
             "channels": [
-                {
-                    "channel": channel,
-                    "windows": [
-                        {**self.value(t, arguments["features"]), "t_start": t, "t_end": t + window} for t in starts
-                    ],
-                }
+                {"channel": channel,
+                 "windows": [{**self.value(channel, t), "t_start": t, "t_end": t + window} for t in starts]}
                 for channel in channels
             ]
-        }
+        }  # fmt: skip
 
 
-def test_heuristic_t5_screens_then_refines_a_seizure_within_the_output_budget():
-    def line_length(t, features):
-        return {"line_length_uv_s": 600.0 if 1000 <= t < 1085 else 100.0}
+CHB_CHANNELS = ["FP1-F7", "F7-T7", "T7-P7", "P7-O1", "--0", "FP1-F3", "F3-C3", "C3-P3", "P3-O1", "--1", "FZ-CZ",
+                "CZ-PZ", "FP2-F4", "F4-C4", "C4-P4", "P4-O2", "FP2-F8", "F8-T8", "T8-P8-0", "P8-O2", "P7-T7",
+                "T7-FT9", "FT9-FT10", "FT10-T8", "T8-P8-1"]  # fmt: skip
 
-    recording = FakeWindowedRecording(3600.0, [f"CH{i}" for i in range(23)], line_length)
+
+def seizure_value(involved, seizures, *, rise=4.0):
+    """RMS of ``rms_uv`` windows: 20 µV background, ``rise`` times it on the ``involved`` channels in ``seizures``."""
+
+    def value(channel, t):
+        if channel.startswith("--"):
+            return {"rms_uv": 0.0}  # CHB-MIT's placeholder channels are flat
+        ictal = channel in involved and any(onset <= t < offset for onset, offset in seizures)
+        return {"rms_uv": 20.0 * (rise if ictal else 1.0) + (hash(channel) % 5)}
+
+    return value
+
+
+def test_heuristic_t5_screens_the_record_in_budget_sized_calls_and_finds_a_widespread_seizure():
+    recording = FakeWindowedRecording(3600.0, CHB_CHANNELS, seizure_value(CHB_CHANNELS[:12], [(2380, 2450)]))
     answer, calls = drive(HeuristicAgent(INSTANCES["T5"]), recording)
-    assert answer == {"action": "final_answer", "seizure_events": [{"onset_sec": 1000.0, "offset_sec": 1085.0}]}
+    assert answer == {"action": "final_answer", "seizure_events": [{"onset_sec": 2380.0, "offset_sec": 2450.0}]}
     assert calls[0].name == "get_recording_info"
-    assert max(recording.budgets) <= 8000
-    assert windows_per_call(["line_length_uv_s"], 23) * 30 < 3600  # the screen needed several calls
-    assert len(calls) < 20
+    # As a model would: the whole record first, refused for its size, then chunks the refusal's numbers allow.
+    assert recording.refused == [(0.0, 3600.0)]
+    assert recording.served[0][0] == 0.0 and recording.served[-1][1] == 3600.0
+    assert all(stop == start for (_, stop), (start, _) in zip(recording.served, recording.served[1:]))
+    assert len(calls) < 30
 
 
-def test_heuristic_t5_finds_a_focal_seizure_on_one_channel():
-    def line_length(t, features):
-        return {"line_length_uv_s": 100.0}
-
-    class Focal(FakeWindowedRecording):
-        def __call__(self, name, arguments):
-            result = super().__call__(name, arguments)
-            for window in result.get("channels", [{}])[0].get("windows", []):
-                if 300 <= window["t_start"] < 360:
-                    window["line_length_uv_s"] = 300.0
-            return result
-
-    answer, _ = drive(HeuristicAgent(INSTANCES["T5"]), Focal(600.0, ["CH0", "CH1", "CH2"], line_length))
-    assert answer["seizure_events"] == [{"onset_sec": 300.0, "offset_sec": 360.0}]
+def test_heuristic_t5_finds_a_focal_seizure_on_a_few_neighbouring_channels_but_not_a_one_channel_artifact():
+    focal = ["F7-T7", "T7-P7", "FP1-F7", "P7-T7", "T7-FT9"]
+    recording = FakeWindowedRecording(600.0, CHB_CHANNELS, seizure_value(focal, [(300, 360)]))
+    assert drive(HeuristicAgent(INSTANCES["T5"]), recording)[0]["seizure_events"] == [
+        {"onset_sec": 300.0, "offset_sec": 360.0}]
+    artifact = FakeWindowedRecording(600.0, CHB_CHANNELS, seizure_value(["FP1-F7"], [(300, 360)], rise=10))
+    assert drive(HeuristicAgent(INSTANCES["T5"]), artifact)[0]["seizure_events"] == []
 
 
-def test_heuristic_t5_finds_nothing_in_a_flat_record():
-    recording = FakeWindowedRecording(3600.0, ["CH0", "CH1"], lambda t, f: {"line_length_uv_s": 100.0})
-    answer, _ = drive(HeuristicAgent(INSTANCES["T5"]), recording)
-    assert answer["seizure_events"] == []
+def test_heuristic_t5_bridges_one_quiet_window_and_ignores_a_single_raised_window():
+    seizures = [(100, 130), (140, 170), (400, 410)]  # one seizure with a 10-s lull; a 10-s burst
+    recording = FakeWindowedRecording(600.0, CHB_CHANNELS, seizure_value(CHB_CHANNELS, seizures))
+    assert drive(HeuristicAgent(INSTANCES["T5"]), recording)[0]["seizure_events"] == [
+        {"onset_sec": 100.0, "offset_sec": 170.0}]
 
 
-def test_heuristic_t6_stages_every_epoch_from_band_powers():
-    def relative(t, features):
-        epoch = int(t // 30)
-        pattern = {  # wake, N2 with spindles, N3, REM
-            0: {"delta": 0.3, "theta": 0.1, "alpha": 0.35, "sigma": 0.05, "beta": 0.15, "gamma": 0.05},
-            1: {"delta": 0.6, "theta": 0.15, "alpha": 0.05, "sigma": 0.12, "beta": 0.06, "gamma": 0.02},
-            2: {"delta": 0.85, "theta": 0.08, "alpha": 0.02, "sigma": 0.02, "beta": 0.02, "gamma": 0.01},
-            3: {"delta": 0.5, "theta": 0.3, "alpha": 0.08, "sigma": 0.05, "beta": 0.05, "gamma": 0.02},
-        }[min(epoch // 200, 3)]
-        return {f"{band}_relative": value for band, value in pattern.items()}
+def test_heuristic_t5_finds_nothing_in_a_steady_record():
+    recording = FakeWindowedRecording(3600.0, CHB_CHANNELS, seizure_value([], []))
+    assert drive(HeuristicAgent(INSTANCES["T5"]), recording)[0]["seizure_events"] == []
 
-    channels = ["EEG Fpz-Cz", "EEG Pz-Oz", "EOG horizontal", "Resp oro-nasal", "EMG submental"]
-    recording = FakeWindowedRecording(27090.0, channels, relative)
-    answer, calls = drive(HeuristicAgent(INSTANCES["T6"]), recording)
-    assert final_answer_errors(answer, OUTPUT_SCHEMAS["T6"], task="T6", n_epochs=903) == []
-    assert [(s["start_epoch"], s["end_epoch"], s["stage"]) for s in answer["hypnogram_rle"]] == [
-        (0, 199, "W"), (200, 399, "N2"), (400, 599, "N3"), (600, 902, "REM"),
-    ]  # fmt: skip
-    assert answer["architecture"] == {"REM_pct": round(303 / 903, 4), "N3_pct": round(200 / 903, 4),
-                                      "sleep_efficiency": round(703 / 903, 4)}  # fmt: skip
-    assert all(call.arguments.get("channels") == ["EEG Fpz-Cz"] for call in calls[1:])
-    assert max(recording.budgets) <= 8000
+
+def test_rescoped_span_asks_for_what_the_refusal_allows_and_always_for_less():
+    refusal = {"budget_tokens": 8000, "estimated_tokens": 16000, "n_windows": 100, "n_channels": 2, "error": "x"}
+    assert rescoped_span(refusal, window=30.0) == 45 * 30.0
+    assert rescoped_span({**refusal, "estimated_tokens": 8001}, window=30.0) == 89 * 30.0
+    assert rescoped_span({**refusal, "estimated_tokens": 8001, "n_windows": 2}, window=5.0) == 5.0
+    with pytest.raises(ToolRefused, match="refused one window"):
+        rescoped_span({**refusal, "n_windows": 1}, window=30.0)
+
+
+SLEEP_CHANNELS = ["EEG Fpz-Cz", "EEG Pz-Oz", "EOG horizontal", "Resp oro-nasal", "EMG submental", "Temp rectal",
+                  "Event marker"]  # fmt: skip
+
+
+def test_sleep_channels_are_told_apart_by_their_electrodes():
+    assert sleep_channels(SLEEP_CHANNELS) == ("EEG Fpz-Cz", "EEG Pz-Oz", "EMG submental")
+    assert sleep_channels(["EEG Pz-Oz", "EEG Fpz-Cz"]) == ("EEG Fpz-Cz", "EEG Pz-Oz", None)
+    assert sleep_channels(["EEG Fpz-Cz"]) == ("EEG Fpz-Cz", "EEG Fpz-Cz", None)
+
+
+# Relative powers (front, back) and chin EMG RMS of each stage, as a night's scoring would see them.
+STAGE_PATTERNS = {
+    "W": ({"delta": 0.3, "theta": 0.1, "alpha": 0.2, "sigma": 0.06, "beta": 0.2, "gamma": 0.14},
+          {"delta": 0.05, "theta": 0.05, "alpha": 0.75, "sigma": 0.08, "beta": 0.05, "gamma": 0.02}, 3.5),
+    "N1": ({"delta": 0.22, "theta": 0.57, "alpha": 0.07, "sigma": 0.03, "beta": 0.08, "gamma": 0.03},
+           {"delta": 0.2, "theta": 0.48, "alpha": 0.15, "sigma": 0.04, "beta": 0.1, "gamma": 0.03}, 2.0),
+    "N2": ({"delta": 0.5, "theta": 0.26, "alpha": 0.06, "sigma": 0.07, "beta": 0.07, "gamma": 0.04},
+           {"delta": 0.36, "theta": 0.24, "alpha": 0.1, "sigma": 0.14, "beta": 0.12, "gamma": 0.04}, 1.4),
+    "N3": ({"delta": 0.92, "theta": 0.05, "alpha": 0.01, "sigma": 0.01, "beta": 0.01, "gamma": 0.0},
+           {"delta": 0.9, "theta": 0.05, "alpha": 0.01, "sigma": 0.01, "beta": 0.02, "gamma": 0.01}, 1.2),
+    "REM": ({"delta": 0.25, "theta": 0.5, "alpha": 0.08, "sigma": 0.04, "beta": 0.1, "gamma": 0.03},
+            {"delta": 0.21, "theta": 0.45, "alpha": 0.16, "sigma": 0.05, "beta": 0.1, "gamma": 0.03}, 0.3),
+}
+
+
+def night(stages, *, chin=True):
+    """A recording whose 30-s windows follow ``stages``, one a epoch."""
+
+    def value(channel, t):
+        front, back, tone = STAGE_PATTERNS[stages[min(int(t // 30), len(stages) - 1)]]
+        if channel == "EMG submental":
+            return {"rms_uv": tone}
+        return {f"{band}_relative": share for band, share in (front if "Fpz" in channel else back).items()}
+
+    channels = SLEEP_CHANNELS if chin else [name for name in SLEEP_CHANNELS if "EMG" not in name]
+    return FakeWindowedRecording(len(stages) * 30.0, channels, value)
+
+
+def staged(answer):
+    """The stage of every epoch of a T6 answer."""
+    return [segment["stage"] for segment in answer["hypnogram_rle"]
+            for _ in range(segment["start_epoch"], segment["end_epoch"] + 1)]  # fmt: skip
+
+
+def test_heuristic_t6_stages_every_epoch_from_its_eeg_bands_and_chin_tone():
+    stages = ["W"] * 120 + ["N1"] * 10 + ["N2"] * 300 + ["N3"] * 150 + ["N2"] * 100 + ["REM"] * 120 + ["W"] * 103
+    recording = night(stages)
+    instance = {**INSTANCES["T6"], "n_epochs": len(stages)}
+    answer, calls = drive(HeuristicAgent(instance), recording)
+    assert final_answer_errors(answer, OUTPUT_SCHEMAS["T6"], task="T6", n_epochs=len(stages)) == []
+    assert staged(answer) == stages
+    assert answer["architecture"] == {"REM_pct": round(120 / 903, 4), "N3_pct": round(150 / 903, 4),
+                                      "sleep_efficiency": round(680 / 903, 4)}  # fmt: skip
+    assert {tuple(call.arguments["channels"]) for call in calls[1:]} == {("EEG Fpz-Cz", "EEG Pz-Oz"),
+                                                                         ("EMG submental",)}  # fmt: skip
+    assert len(recording.refused) == 2  # once for the EEG, once for the chin, then chunks that fit
+
+
+def test_heuristic_t6_without_a_chin_emg_calls_theta_after_sleep_rem():
+    stages = ["W"] * 20 + ["N1"] * 5 + ["N2"] * 30 + ["REM"] * 20
+    answer, _ = drive(HeuristicAgent({**INSTANCES["T6"], "n_epochs": len(stages)}), night(stages, chin=False))
+    assert staged(answer) == ["W"] * 20 + ["N1"] * 5 + ["N2"] * 30 + ["REM"] * 20

@@ -61,8 +61,8 @@ def test_the_recording_info_the_heuristic_lost_reads_with_its_reference_flag():
 
 def test_the_budget_refusal_keeps_the_numbers_to_rescope_by():
     arguments = {"record_id": RECORD_ID, "window_sec": 1, "features": ["rms_uv", "kurtosis"]}
-    refusal = read_tool_result(shown("compute_windowed_features", call_tool(RECORD, "compute_windowed_features",
-                                                                              arguments, record_id=RECORD_ID), PLATFORM))
+    content = call_tool(RECORD, "compute_windowed_features", arguments, record_id=RECORD_ID)
+    refusal = read_tool_result(shown("compute_windowed_features", content, PLATFORM))
     assert refusal["error"].startswith("Output too large")
     assert refusal["estimated_tokens"] > refusal["budget_tokens"] == 8000 and refusal["n_windows"] == 300
     assert "error_code" not in refusal  # as the official object: our code is kept in the stored result only
