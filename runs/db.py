@@ -11,9 +11,17 @@ process, so here they are prepared once, from the models' own metadata (tables, 
 each field's conversion of its values) or from the ORM's own compilation of the query, and
 only executed afterwards. They read and write exactly what their ORM equivalents do;
 ``tests/runs/test_db.py`` compares them.
+
+Every step and every outcome of an episode is written here (``insert_step``, ``update_episode``;
+``runs.services.append_step`` through ``storable`` too), so here a value becomes one that every
+database stores (``storable``): an agent's text may hold what PostgreSQL refuses in ``text`` and
+``jsonb`` (a NUL character, a NaN; a lone surrogate, which SQLite refuses too).
 """
 from __future__ import annotations
 
+import json
+import math
+import re
 import threading
 from collections.abc import Callable
 from functools import cache
@@ -28,6 +36,61 @@ from runs.models import TOKEN_FIELDS, Episode, Run, Status, Step
 
 def _database(model) -> str:
     return router.db_for_write(model)
+
+
+#: What a NUL character (``\x00``, refused in PostgreSQL's ``text`` and ``jsonb``) or a lone surrogate
+#: (not UTF-8, refused by every database) in a stored string is written as: U+FFFD, the replacement character.
+REPLACEMENT = "\ufffd"
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def storable(value):
+    """``value`` as every database stores it: each NUL character and lone surrogate of its strings (its keys
+    too, at any depth) replaced by ``REPLACEMENT``, each NaN or infinite float (``jsonb`` has none) by its
+    JSON spelling as a string (``"NaN"``, ``"Infinity"``, ``"-Infinity"``).
+
+    ``value`` itself when it holds none (the usual case, checked without copying), else a copy. Both
+    walks use a stack of their own, so a value nested as deep as JSON allows is no deeper a call.
+    """
+    if not _unstorable(value):
+        return value
+    holder = [value]
+    pending = [(holder, 0)]
+    while pending:
+        container, key = pending.pop()
+        item = container[key]
+        if isinstance(item, str):
+            container[key] = _UNSTORABLE.sub(REPLACEMENT, item)
+        elif isinstance(item, float) and not math.isfinite(item):
+            container[key] = json.dumps(item)
+        elif isinstance(item, dict):
+            copy = container[key] = {_UNSTORABLE.sub(REPLACEMENT, k) if isinstance(k, str) else k: v
+                                     for k, v in item.items()}
+            pending.extend((copy, k) for k in copy)
+        elif isinstance(item, list | tuple):
+            copy = container[key] = list(item)
+            pending.extend((copy, index) for index in range(len(copy)))
+    return holder[0]
+
+
+def _unstorable(value) -> bool:
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            # Searched with C's speed: an ASCII string can hold no surrogate.
+            if "\x00" in item or not item.isascii() and _SURROGATE.search(item):
+                return True
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                return True
+        elif isinstance(item, dict):
+            pending.extend(item)
+            pending.extend(item.values())
+        elif isinstance(item, list | tuple):
+            pending.extend(item)
+    return False
 
 
 @cache
@@ -58,6 +121,8 @@ class EpisodeLost(Exception):
 def insert_step(step: Step, *, attempt: int | None = None) -> None:
     """Store the unsaved ``step`` as ``Step.save()`` would (``created_at`` set now); its ``pk`` stays unset.
 
+    Its values are made ``storable`` first, on the step too.
+
     The unique (episode, index) constraint still refuses an index that is taken. With
     ``attempt``, the step is stored only while the episode is running as that attempt (one
     statement), else EpisodeLost is raised and nothing is written: a worker that stalled
@@ -66,7 +131,11 @@ def insert_step(step: Step, *, attempt: int | None = None) -> None:
     connection = connections[_database(Step)]
     sql, fields = _step_insert(connection.vendor, attempt is not None)
     step.created_at = timezone.now()
-    params = [field.get_db_prep_save(getattr(step, field.attname), connection) for field in fields]
+    params = []
+    for field in fields:
+        value = storable(getattr(step, field.attname))
+        setattr(step, field.attname, value)  # the step holds what is stored, as one read back would
+        params.append(field.get_db_prep_save(value, connection))
     if attempt is not None:
         params += [step.episode_id, Status.RUNNING.value, attempt]
     with connection.cursor() as cursor:
@@ -94,7 +163,8 @@ def _episode_update(vendor: str, names: tuple[str, ...], of_attempt: bool) -> tu
 
 
 def update_episode(episode_id: int, values: dict, *, status: str, attempt: int | None = None) -> int:
-    """Write ``values`` (field name → value) to the episode if its status is ``status``; return the rows changed.
+    """Write ``values`` (field name → value), made ``storable``, to the episode if its status is ``status``;
+    return the rows changed.
 
     As ``Episode.objects.filter(pk=episode_id, status=status).update(**values)``, with
     ``attempt=attempt`` in the filter when given: the status condition makes a claim
@@ -104,7 +174,7 @@ def update_episode(episode_id: int, values: dict, *, status: str, attempt: int |
     """
     connection = connections[_database(Episode)]
     sql, fields = _episode_update(connection.vendor, tuple(values), attempt is not None)
-    params = [field.get_db_prep_save(values[field.name], connection) for field in fields]
+    params = [field.get_db_prep_save(storable(values[field.name]), connection) for field in fields]
     guard = [episode_id, status] if attempt is None else [episode_id, status, attempt]
     with connection.cursor() as cursor:
         cursor.execute(sql, [*params, *guard])

@@ -133,8 +133,9 @@ def append_step(*, episode: Episode, kind: str, index: int | None = None, **fiel
     episode take turns instead of reading the same step count. A writer that numbers its own
     steps (the episode loop, sole writer of the episode it claimed) passes ``index`` instead:
     the step is then a single INSERT, and the unique (episode, index) constraint refuses an
-    index that is taken.
+    index that is taken. Its values are made ``runs.db.storable`` first, as every step's are.
     """
+    fields = {name: db.storable(value) for name, value in fields.items()}
     if index is not None:
         return Step.objects.create(episode_id=episode.pk, index=index, kind=kind, **fields)
     with transaction.atomic():

@@ -18,6 +18,10 @@ its ``result`` in one shape (``STEP_RESULTS``):
 - ``final_answer``: the accepted answer in ``arguments``, the model's thought in ``text``.
 - ``error``: provider attempts that failed (with the tokens they reported), and why the
   episode ended when it ended without an answer.
+
+A step holds what ``runs.db.storable`` made of what the agent sent, as every database stores it:
+a NUL character or a lone surrogate reads as U+FFFD, a NaN as ``"NaN"``; the conversation goes
+on from the step as stored.
 """
 from __future__ import annotations
 
