@@ -317,6 +317,11 @@ EEGAB_PROVIDER_KEY_ENVS = env_list("EEGAB_PROVIDER_KEY_ENVS", (
     "HOSTED_VLLM_API_KEY",
 ))
 
+# The hosts besides loopback that a run from the staff form may call its model at (Run.api_base),
+# comma-separated names or addresses; link-local and cloud metadata addresses are refused even when
+# listed (runs.model.routing.check_model_host). The command line is not held to it.
+EEGAB_ALLOWED_API_HOSTS = env_list("EEGAB_ALLOWED_API_HOSTS")
+
 # Production: with DEBUG off the site is served over HTTPS only, and whitenoise serves the
 # static files that `manage.py collectstatic` gathered, compressed and with hashed names so
 # browsers may cache them for ever. `manage.py check --deploy` is clean with the defaults.

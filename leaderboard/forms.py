@@ -5,7 +5,7 @@ from django.core.validators import RegexValidator
 from benchmark.models import ModelSpec, Suite, Task
 from benchmark.scoring import TASK_IDS
 from benchmark.wording import INSTALL_COMMAND, OFFICIAL, PLATFORM, default_prompt_set, official_available
-from runs.model.routing import check_api_base, check_key_env
+from runs.model.routing import check_key_env, check_model_host
 from runs.model.agent import PAPER_MAX_TOKENS, PAPER_PROTOCOL, PAPER_TEMPERATURE
 from runs.models import MAX_EPOCHS, Status
 
@@ -112,7 +112,7 @@ class NewRunForm(forms.Form):
         return _checked(check_key_env, self.cleaned_data["api_key_env"])
 
     def clean_api_base(self):
-        return _checked(check_api_base, self.cleaned_data["api_base"])
+        return _checked(check_model_host, self.cleaned_data["api_base"])
 
     def clean(self):
         cleaned = super().clean()

@@ -41,4 +41,7 @@ def build_agent(
         settings=run.settings,
         pricing=Pricing.for_model(run.model),
         retry=retry or RetryPolicy.from_settings(),
+        # A run a user made (the staff form) is held to the allowed model hosts as it is played too;
+        # one from the command line (no user) is not.
+        allowed_hosts_only=run.created_by_id is not None,
     )

@@ -10,7 +10,9 @@ from runs.cost import Pricing
 from runs.model import litellm_transport, openai_http
 from runs.model.reply import FailedAttempt, ProviderError, Reply, attr, text_of, usage_of
 from runs.model.retry import CONTEXT, TRANSIENT, RetryPolicy, fitted_max_tokens
-from runs.model.routing import PROVIDER_KEY_VARIABLES, check_key_env, choose_protocol, choose_transport
+from runs.model.routing import (
+    PROVIDER_KEY_VARIABLES, check_key_env, check_model_host, choose_protocol, choose_transport,
+)
 
 # What a run must have been made with to be comparable with the paper's published rows: the
 # settings of the official runner's shipped agent configs (configs/agents/*.yaml upstream).
@@ -43,6 +45,9 @@ class ModelAgent:
     retry : RetryPolicy
     sleep : callable
         Waits between retries (tests pass a recorder).
+    allowed_hosts_only : bool
+        Send no request (and so no key) unless ``api_base`` passes ``check_model_host`` at the
+        time of the call: for runs made on the staff form, which was held to it.
     """
 
     def __init__(
@@ -55,6 +60,7 @@ class ModelAgent:
         pricing: Pricing | None = None,
         retry: RetryPolicy | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        allowed_hosts_only: bool = False,
     ):
         settings = dict(settings or {})
         self.model = model
@@ -69,10 +75,13 @@ class ModelAgent:
         self.pricing = pricing or Pricing(model=model)
         self.retry = retry or RetryPolicy()
         self.sleep = sleep
+        self.allowed_hosts_only = allowed_hosts_only
 
     def _api_key(self) -> str | None:
-        try:  # a run made before the allowed names changed is held to them too
+        try:  # a run made before the allowed names or hosts changed is held to them too
             check_key_env(self.api_key_env)
+            if self.allowed_hosts_only:
+                check_model_host(self.api_base or "")
         except ValueError as exc:
             raise ProviderError(str(exc)) from None
         if not self.api_key_env:
