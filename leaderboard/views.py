@@ -782,11 +782,13 @@ def _filtered_episodes(request: HttpRequest, run: Run, form: EpisodeFilterForm):
     if data["ended_by"]:
         episodes = episodes.filter(ended_by=data["ended_by"])
     if data["q"]:
-        # A search looks only into episodes this visitor may see: never into one that has not ended.
+        # A search looks only into episodes this visitor may see: never into one that has not ended. Errors
+        # hold what only staff read (tracebacks, a model provider's words): nobody else searches them.
         text = data["q"]
-        matching_steps = Step.objects.filter(episode=OuterRef("pk")).filter(
-            Q(text__icontains=text) | Q(reasoning__icontains=text) | Q(error__icontains=text)
-        )
+        searched = Q(text__icontains=text) | Q(reasoning__icontains=text)
+        if is_staff(request):
+            searched |= Q(error__icontains=text)
+        matching_steps = Step.objects.filter(episode=OuterRef("pk")).filter(searched)
         episodes = visible_episodes(request, episodes).filter(Q(Exists(matching_steps)) | Q(record_id__icontains=text))
     return episodes
 

@@ -10,7 +10,7 @@ from leaderboard.comparability import comparability
 from leaderboard.published import PAPER_BOARD
 from leaderboard.selectors import SOURCES, WEIGHTS
 from runs.models import TOKEN_FIELDS, Status
-from runs.redaction import public_error
+from runs.redaction import public_episode_error, public_error
 
 # ── input ───────────────────────────────────────────────────────────────────────────────────
 
@@ -260,8 +260,8 @@ class EpisodeDetailSerializer(serializers.Serializer):
         }
 
     def get_error_message(self, detail) -> str:
-        message = detail.episode.error_message
-        return message if self.context.get("staff") else public_error(message)
+        episode = detail.episode
+        return episode.error_message if self.context.get("staff") else public_episode_error(episode)
 
     def to_representation(self, detail):
         data = super().to_representation(detail)

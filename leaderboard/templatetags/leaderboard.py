@@ -30,11 +30,11 @@ def task_codes() -> tuple[str, ...]:
 
 
 @register.filter
-def public_error(text: str) -> str:
-    """An error's type and message on one line, without paths (what anyone but staff may read)."""
-    from runs.redaction import public_error as public
+def public_episode_error(episode) -> str:
+    """An episode's error as anyone but staff may read it: one line, no path, no provider's words."""
+    from runs.redaction import public_episode_error as public
 
-    return public(text)
+    return public(episode)
 
 
 @register.filter

@@ -8,7 +8,7 @@ from typing import Any
 
 from runs.cost import Pricing
 from runs.model import litellm_transport, openai_http
-from runs.model.reply import FailedAttempt, ProviderError, Reply, attr, text_of, usage_of
+from runs.model.reply import FailedAttempt, ProviderError, Reply, attr, failure_text, text_of, usage_of
 from runs.model.retry import CONTEXT, TRANSIENT, RetryPolicy, fitted_max_tokens
 from runs.model.routing import (
     PROVIDER_KEY_VARIABLES, check_key_env, check_model_host, choose_protocol, choose_transport,
@@ -137,19 +137,20 @@ class ModelAgent:
                 response = self._complete(request)
             except Exception as exc:  # every failure of the call is classified below
                 latency = (time.monotonic() - started) * 1000
-                failed.append(FailedAttempt(error=f"{type(exc).__name__}: {exc}", latency_ms=latency))
+                failure = failure_text(exc)
+                failed.append(FailedAttempt(error=failure, latency_ms=latency))
                 kind = self._transport().classify(exc)
                 if kind == CONTEXT:
                     budget = int(request["max_tokens"])
                     fitted = None if context_retried else fitted_max_tokens(str(exc), budget)
                     if fitted is None:
-                        raise ProviderError(str(exc), attempts=tuple(failed), context_exceeded=True) from exc
+                        raise ProviderError(failure, attempts=tuple(failed), context_exceeded=True) from exc
                     request = {**request, "max_tokens": fitted}
                     context_retried = True
                     continue
                 if kind != TRANSIENT:
-                    raise ProviderError(str(exc), attempts=tuple(failed)) from exc
-                self._back_off(delays, str(exc), failed)
+                    raise ProviderError(failure, attempts=tuple(failed)) from exc
+                self._back_off(delays, failure, failed)
                 continue
 
             latency = (time.monotonic() - started) * 1000

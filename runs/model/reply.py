@@ -7,6 +7,7 @@ retries the agent raises ``ProviderError``, which the loop records as an infrast
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Protocol
@@ -67,6 +68,18 @@ class ProviderError(Exception):
         super().__init__(message)
         self.attempts = attempts
         self.context_exceeded = context_exceeded
+
+
+# How a failed call is recorded (``failure_text``): the exception's class, the HTTP status when the
+# provider answered one, then the message, whose words are the provider's and shown to staff only.
+FAILURE_TEXT = re.compile(r"(?P<kind>[A-Za-z_][A-Za-z0-9_]*)(?: \(HTTP (?P<status>[1-5][0-9][0-9])\))?: ")
+
+
+def failure_text(exc: Exception) -> str:
+    """``exc``, a failed model call, as it is recorded: ``BadRequestError (HTTP 400): <the provider's message>``."""
+    status = getattr(exc, "status_code", None)
+    answered = f" (HTTP {status})" if isinstance(status, int) and 100 <= status <= 599 else ""
+    return f"{type(exc).__name__}{answered}: {exc}"
 
 
 class Agent(Protocol):

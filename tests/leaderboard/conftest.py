@@ -58,6 +58,8 @@ WEAK_ANSWERS = {
     "T3": {"classification": "epileptic", "findings": []},
     "T5": {"seizure_events": [[2.0, 8.0], [40.0, 45.0]]},
 }
+# A failed episode's model call, as runs.model.reply.failure_text records it.
+PROVIDER_FAILURE = "ServiceUnavailableError (HTTP 503): the provider's own words"
 CHANNELS = {n: [f"EEG{index + 1}" for index in range(n)] if n > 1 else ["EEG"] for n in (1, 2, 4, 12)}
 
 
@@ -158,10 +160,10 @@ def play(episode: Episode, answer: dict | None, *, fail: bool = False) -> None:
         _tool_call(episode, "get_channel_list", {}, turn=2)
         n_calls = 2
     if fail:
-        append_step(episode=episode, kind=Step.Kind.ERROR, error="provider attempt 1 failed: 503 Service Unavailable")
+        append_step(episode=episode, kind=Step.Kind.ERROR, error=f"provider attempt 1 failed: {PROVIDER_FAILURE}")
         Episode.objects.filter(pk=episode.pk).update(
             status=Status.FAILED, ended_by=Episode.EndedBy.PROVIDER_ERROR,
-            error_kind=Episode.ErrorKind.INFRASTRUCTURE, error_message="503 Service Unavailable",
+            error_kind=Episode.ErrorKind.INFRASTRUCTURE, error_message=PROVIDER_FAILURE,
             n_turns=n_calls + 1, n_tool_calls=n_calls, finished_at=timezone.now(),
         )
         return

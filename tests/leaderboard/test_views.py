@@ -146,7 +146,7 @@ def test_run_page_shows_tasks_and_episodes(client, bench):
         ({"outcome": "error"}, {"T4"}),
         ({"task": "T2"}, {"T2"}),
         ({"ended_by": "turn_limit"}, {"T6"}),
-        ({"q": "503 Service"}, {"T4"}),
+        ({"q": "Final answer"}, {"T1", "T2", "T3", "T5"}),
     ],
 )
 def test_run_episode_table_filters(client, bench, query, tasks):
@@ -422,7 +422,7 @@ def test_forms_are_protected_by_csrf(bench, staff_user):
 def test_failed_episode_is_highlighted(client, bench):
     episode = Episode.objects.get(run=bench.beta, instance__task__code="T4")
     html = client.get(reverse("leaderboard:episode", args=[episode.pk])).content.decode()
-    assert "has-error" in html and "503 Service Unavailable" in html
+    assert "has-error" in html and "HTTP 503 (Service Unavailable)" in html
 
 
 # ── no query per row ─────────────────────────────────────────────────────────────────────────

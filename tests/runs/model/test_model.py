@@ -121,7 +121,7 @@ def test_429_and_500_are_retried_with_exponential_backoff(server, make_agent, sl
     assert len(server.requests) == 3
     assert sleeps == [0.01, 0.02]
     errors = [attempt.error.split(":")[0] for attempt in reply.failed_attempts]
-    assert errors == ["RateLimitError", "InternalServerError"]
+    assert errors == ["RateLimitError (HTTP 429)", "InternalServerError (HTTP 500)"]
 
 
 def test_retries_run_out_into_a_provider_error_with_no_hidden_retries(server, make_agent, sleeps):
