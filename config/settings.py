@@ -145,8 +145,9 @@ MIDDLEWARE = [
 ]
 
 # Logins (the staff form, the admin, the API's basic auth) go through django-axes first: after
-# EEGAB_LOGIN_FAILURE_LIMIT failed attempts from one address, or against one username, further
-# attempts are refused, the right password included, for EEGAB_LOGIN_COOLOFF_MIN minutes.
+# EEGAB_LOGIN_FAILURE_LIMIT failed attempts for one username from one address, further attempts for
+# it from there are refused, the right password included, for EEGAB_LOGIN_COOLOFF_MIN minutes. The
+# pair is counted, not the username alone, so that nobody can lock staff out from elsewhere.
 # `manage.py axes_reset` lifts every lockout at once.
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
@@ -154,7 +155,7 @@ AUTHENTICATION_BACKENDS = [
 ]
 AXES_FAILURE_LIMIT = env_int("EEGAB_LOGIN_FAILURE_LIMIT", 10, minimum=1)
 AXES_COOLOFF_TIME = timedelta(minutes=env_number("EEGAB_LOGIN_COOLOFF_MIN", 60, minimum=1.0))
-AXES_LOCKOUT_PARAMETERS = ["ip_address", "username"]
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 # The client's address (config/login.py): REMOTE_ADDR, which no client can forge; behind N proxies
