@@ -133,6 +133,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First, so that every response has the policy: static files, errors and the lockout page too.
+    "config.csp.ContentSecurityPolicyMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -162,6 +164,24 @@ AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 # that each append the address they saw to X-Forwarded-For, set EEGAB_LOGIN_PROXY_COUNT=N.
 EEGAB_LOGIN_PROXY_COUNT = env_int("EEGAB_LOGIN_PROXY_COUNT", 0, minimum=0)
 AXES_CLIENT_IP_CALLABLE = "config.login.client_address"
+
+# What a page may load and run (config/csp.py): scripts, images and requests from the site itself
+# only; no inline script or event handler, no eval (plotly.js draws these charts without it), no
+# plugin, no framing. Styles may be inline: plotly.js writes its own at run time (a <style> it
+# fills, map styles as it loads, style attributes), as do the REST API's browsable pages; a style
+# cannot run script, and no page lets a visitor's text become markup.
+CONTENT_SECURITY_POLICY = "; ".join([
+    "default-src 'self'",
+    "script-src 'self'",
+    "style-src 'self' 'unsafe-inline'",
+    "img-src 'self' data:",
+    "font-src 'self'",
+    "connect-src 'self'",
+    "object-src 'none'",
+    "base-uri 'none'",
+    "form-action 'self'",
+    "frame-ancestors 'none'",
+])
 
 ROOT_URLCONF = "config.urls"
 WSGI_APPLICATION = "config.wsgi.application"

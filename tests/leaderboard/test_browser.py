@@ -3,9 +3,12 @@
 Skipped when Debian's Chromium or its driver is missing (``apt-get install chromium chromium-driver``),
 except under ``CI=true``, where a skip fails the run (``tests/conftest.py``). With ``EEGAB_SCREENSHOTS=1`` the
 leaderboard and an episode page of the demo's data are saved to ``docs/screenshots/`` for the README
-(``tests/leaderboard/test_browser_charts.py``).
+(``tests/leaderboard/test_browser_charts.py``). Every test fails when a page it opened logged an error to
+the browser's console: a Content-Security-Policy violation, a script error, a resource that did not load.
 """
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -40,20 +43,45 @@ pytestmark = [
 ]
 
 
-def start_chromium(profile: Path, *flags: str) -> webdriver.Chrome:
+# The browsers running, whose consoles every test reads (no_console_errors).
+RUNNING: list[webdriver.Chrome] = []
+
+
+@contextmanager
+def chromium(profile: Path, *flags: str) -> Iterator[webdriver.Chrome]:
     """Headless Debian Chromium with its own profile directory and any ``flags`` beyond the usual ones."""
     options = webdriver.ChromeOptions()
     options.binary_location = str(CHROMIUM)
     for flag in (*CHROMIUM_FLAGS, *flags, f"--user-data-dir={profile}"):
         options.add_argument(flag)
-    return webdriver.Chrome(service=webdriver.ChromeService(executable_path=str(CHROMEDRIVER)), options=options)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=webdriver.ChromeService(executable_path=str(CHROMEDRIVER)), options=options)
+    RUNNING.append(driver)
+    try:
+        yield driver
+    finally:
+        RUNNING.remove(driver)
+        driver.quit()
+
+
+def console_errors(driver: webdriver.Chrome) -> list[str]:
+    """The errors the browser's pages logged since the last call (Chromium logs a CSP violation as one)."""
+    return [entry["message"] for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
+
+
+@pytest.fixture(autouse=True)
+def no_console_errors():
+    """A test passes only when no page it opened logged an error: no CSP violation, no script error."""
+    for driver in RUNNING:
+        console_errors(driver)  # what an earlier test left unread is that test's
+    yield
+    assert [message for driver in RUNNING for message in console_errors(driver)] == []
 
 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory):
-    driver = start_chromium(tmp_path_factory.mktemp("chromium-profile"))
-    yield driver
-    driver.quit()
+    with chromium(tmp_path_factory.mktemp("chromium-profile")) as driver:
+        yield driver
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ Chromium of ``test_browser`` (skipped without it).
 import pytest
 from django.urls import reverse
 
-from tests.leaderboard.test_browser import board, browser, pytestmark, wait_for  # noqa: F401 (fixtures, marks)
+from tests.leaderboard.test_browser import board, browser, no_console_errors, pytestmark, wait_for  # noqa: F401 (fixtures, marks)
 
 
 DESKTOP = (1400, 1000)

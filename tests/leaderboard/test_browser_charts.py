@@ -18,9 +18,10 @@ from tests.leaderboard.test_browser import (  # noqa: F401 (pytest fixtures)
     WAIT_SEC,
     board,
     browser,
+    chromium,
+    no_console_errors,
     pytestmark,
     screenshot,
-    start_chromium,
     wait_for,
 )
 from tests.runs.demo_suite import import_demo
@@ -53,9 +54,8 @@ def demo(db):
 @pytest.fixture(scope="module")
 def mouse_browser(tmp_path_factory):
     """Headless Chromium that reports a mouse, so that hover-only behaviour can be seen."""
-    driver = start_chromium(tmp_path_factory.mktemp("chromium-mouse"), MOUSE)
-    yield driver
-    driver.quit()
+    with chromium(tmp_path_factory.mktemp("chromium-mouse"), MOUSE) as driver:
+        yield driver
 
 
 @pytest.fixture

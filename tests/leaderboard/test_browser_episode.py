@@ -6,7 +6,7 @@ seizure-free record is ``test_episode_pages``'s.
 from django.urls import reverse
 from selenium.webdriver.common.by import By
 
-from tests.leaderboard.test_browser import browser, pytestmark, wait_for  # noqa: F401 (fixture, marks)
+from tests.leaderboard.test_browser import browser, no_console_errors, pytestmark, wait_for  # noqa: F401 (fixture, marks)
 from tests.leaderboard.test_episode_pages import quiet_record, silent  # noqa: F401 (fixtures)
 
 

@@ -24,7 +24,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from benchmark.management.commands.build_demo_release import DEMO_VERSION
-from tests.leaderboard.test_browser import browser, pytestmark, wait_for  # noqa: F401 (fixture, marks)
+from tests.leaderboard.test_browser import browser, no_console_errors, pytestmark, wait_for  # noqa: F401 (fixture, marks)
 from tests.runs.demo_suite import demo_release
 from tests.runs.worker import wait_until
 
