@@ -1,7 +1,10 @@
-"""What the run commands share: finding a run, driving its episodes with a progress bar, printing its metrics."""
+"""What the run commands share: checking a model can start, driving a run's episodes with a progress bar,
+printing its metrics, and saying why it did not complete."""
 from __future__ import annotations
 
+import difflib
 import json
+import os
 
 from django.core.management.base import CommandError
 
@@ -9,6 +12,7 @@ from benchmark.scoring import SECONDARY_METRICS
 from runs import models
 from runs import reports
 from runs.agents import is_baseline
+from runs.cost import installed_litellm_version, litellm_model_info
 from runs.models import Run, Status
 from runs.queue import dispatch, lifecycle, local
 
@@ -25,6 +29,71 @@ def get_run(run_id: int) -> Run:
 def positive(value: int | None, option: str) -> None:
     if value is not None and value < 1:
         raise CommandError(f"{option} must be a positive whole number, not {value}.")
+
+
+def check_can_start(command, model: str, *, api_base: str, key_env: str, sync: bool, unlisted: bool) -> None:
+    """Refuse a model run that cannot start, before anything is stored or played (CommandError).
+
+    - Its name: where litellm's bundled model map lists models of the model's provider and not
+      this one, it is refused with the closest names the map lists, unless ``unlisted`` (a model
+      newer than the installed litellm). A model at ``--api-base`` may have any name.
+    - Its key: the variable ``--api-key-env`` names, else the one litellm reads for the model's
+      provider (a server of one's own at ``--api-base`` may need none). Played here (``--sync``),
+      a run whose key is not set is refused; played by the queue workers, which read their own
+      environment, it is a note.
+
+    The built-in baselines need neither (a variable named for one must still be set).
+    """
+    baseline = is_baseline(model)
+    if not (baseline or api_base or unlisted) and (problem := unlisted_model(model)):
+        raise CommandError(problem)
+    variables = [key_env] if key_env else ([] if api_base or baseline else provider_key_variables(model))
+    if variables and not any(os.environ.get(name) for name in variables):
+        if key_env:
+            reason = f"The environment variable {key_env} (named by --api-key-env) is not set."
+        else:
+            reason = f"{model} reads its API key from {' or '.join(variables)}, which is not set."
+        if sync:
+            raise CommandError(f"{reason} Set it (export {variables[0]}=...), or name the variable that holds "
+                               "the key with --api-key-env.")  # fmt: skip
+        command.stderr.write(f"Note: {reason} The queue workers (manage.py qcluster) read the key from their own "
+                             "environment: every episode fails unless they have it.")  # fmt: skip
+
+
+def provider_key_variables(model: str) -> list[str]:
+    """The variables litellm would read ``model``'s key from and finds unset (any one of them will do)."""
+    import litellm
+
+    try:
+        return list(litellm.validate_environment(model).get("missing_keys") or ())
+    except Exception:  # litellm raises its own and generic errors for a model it cannot route
+        return []
+
+
+def unlisted_model(model: str) -> str | None:
+    """Why litellm's bundled model map makes ``model`` look misspelt, or None.
+
+    None when the map lists the model, or lists no model of its provider to compare it with.
+    """
+    if litellm_model_info(model) is not None:
+        return None
+    import litellm
+
+    try:
+        name, provider = litellm.get_llm_provider(model)[:2]
+    except Exception:  # litellm raises its own errors for a string it cannot route
+        return None
+    listed = sorted(litellm.models_by_provider.get(provider) or ())
+    if not listed:
+        return None
+    prefix = model[: len(model) - len(name)] if name and model.endswith(name) else ""
+    closest = [prefix + close for close in difflib.get_close_matches(name, listed, n=3, cutoff=0.6)]
+    suggestion = f" The closest it lists: {', '.join(closest)}." if closest else ""
+    return (
+        f"Unknown model {model!r}: litellm's model map (bundled with litellm {installed_litellm_version()}) lists "
+        f"{len(listed)} {provider} models and not this one.{suggestion} Check the name, or pass --unlisted-model "
+        "to run a model newer than this litellm."
+    )
 
 
 class ProgressBar:
@@ -90,6 +159,9 @@ def drive(command, run: Run, *, sync: bool, concurrency: int, wait: bool, as_jso
         command.stderr.write(
             f"Run {run.pk}: {len(released)} episode(s) queued; the workers of `python manage.py qcluster` play them."
         )
+        if not dispatch.workers_alive():
+            command.stderr.write("No queue worker is running now: start one with `python manage.py qcluster`, "
+                                 "or play the run in this process with --sync.")  # fmt: skip
         if not wait:
             command.stdout.write(json.dumps({"run_id": run.pk, "queued": len(released)}) if as_json else str(run.pk))
             return
@@ -102,6 +174,29 @@ def drive(command, run: Run, *, sync: bool, concurrency: int, wait: bool, as_jso
         finally:
             bar.close()
     report(command, run, as_json=as_json)
+    check_completed(run.pk, sync=sync)
+
+
+def check_completed(run_id: int, *, sync: bool) -> None:
+    """Nothing when the run completed; else CommandError saying how it ended, and why its first failure failed."""
+    run = Run.objects.get(pk=run_id)
+    if run.status == Status.COMPLETED:
+        return
+    ended = {Status.FAILED: "failed", Status.CANCELLED: "was cancelled"}.get(run.status, f"is {run.status}")
+    resume = f"python manage.py resume_run {run.pk}{' --sync' if sync else ''}"
+    failed = run.episodes.filter(status=Status.FAILED)
+    first = failed.select_related("instance__task").order_by("finished_at", "pk").first()
+    if first is None:
+        raise CommandError(f"Run {run.pk} {ended}; none of its episodes failed. Play the rest with: {resume}")
+    total, n_failed = run.episodes.count(), failed.count()
+    how = "every episode failed" if n_failed == total else f"{n_failed} of its {total} episodes failed"
+    if not failed.exclude(ended_by=models.Episode.EndedBy.PROVIDER_ERROR).exists():
+        how += ", each with a provider error"
+    reason = " ".join((first.error_message or "no reason was recorded").split())[:1000]
+    raise CommandError(
+        f"Run {run.pk} {ended}: {how}. The first ({first.instance.task.code}, episode {first.pk}): {reason}\n"
+        f"Once that is fixed, play them again with: {resume}"
+    )
 
 
 def report(command, run: Run, *, as_json: bool) -> None:

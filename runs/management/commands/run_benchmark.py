@@ -1,6 +1,9 @@
-"""``manage.py run_benchmark``: run a model on a suite, in this process (``--sync``) or on the queue workers."""
-import os
+"""``manage.py run_benchmark``: run a model on a suite, in this process (``--sync``) or on the queue workers.
 
+A run that cannot start (its key unset, a model name litellm does not know) is refused before
+anything is stored; a run that does not complete ends the command with its reason and exit
+status 1 (``runs.management.console``).
+"""
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
@@ -9,7 +12,7 @@ from benchmark.models import Suite
 from benchmark.scoring import TASK_IDS
 from benchmark.wording import PROMPT_SETS, default_prompt_set
 from runs import specs
-from runs.management.console import drive, positive
+from runs.management.console import check_can_start, drive, positive
 from runs.model.agent import PAPER_MAX_TOKENS, PAPER_PROTOCOL, PAPER_TEMPERATURE
 from runs.model.routing import check_key_env
 from runs.models import MAX_EPOCHS
@@ -62,6 +65,11 @@ class Command(BaseCommand):
         parser.add_argument("--api-base", default="", help="base URL of an OpenAI-compatible server")
         parser.add_argument("--api-key-env", default="", help="NAME of the environment variable holding the key")
         parser.add_argument(
+            "--unlisted-model", action="store_true",
+            help="run a model that litellm's bundled model map does not list (one newer than the installed litellm); "
+            "without it such a name is refused as a likely typo",
+        )
+        parser.add_argument(
             "--protocol", "--tool-protocol", dest="tool_protocol", choices=["text", "native", "auto"],
             default=PAPER_PROTOCOL,
             help="how the model calls tools: text (JSON actions in its reply; the default, as in the paper), native "
@@ -113,10 +121,11 @@ class Command(BaseCommand):
         key_env = options["api_key_env"]
         try:
             check_key_env(key_env)
+            specs.check_model(options["model"])
         except ValueError as exc:
             raise CommandError(str(exc)) from None
-        if key_env and options["sync"] and not os.environ.get(key_env):
-            raise CommandError(f"The environment variable {key_env} (named by --api-key-env) is not set.")
+        check_can_start(self, options["model"], api_base=options["api_base"], key_env=key_env, sync=options["sync"],
+                        unlisted=options["unlisted_model"])  # fmt: skip
 
         settings = {
             "tool_protocol": options["tool_protocol"],
