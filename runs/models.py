@@ -144,6 +144,7 @@ class Episode(Usage):
         PROVIDER_ERROR = "provider_error"
         CANCELLED = "cancelled"
         ABANDONED = "abandoned", "abandoned (an external agent stopped acting)"
+        PROCESS_LOST = "process_lost", "process lost (the process playing its run stopped)"
 
     class ErrorKind(models.TextChoices):
         INFRASTRUCTURE = "infrastructure", "infrastructure (not scored, re-runnable)"

@@ -96,6 +96,15 @@ def unlisted_model(model: str) -> str | None:
     )
 
 
+def end_lost_runs(command) -> None:
+    """End the runs left running by a process that stopped (``runs.queue.lifecycle.end_lost_runs``), saying so."""
+    for run_id in lifecycle.end_lost_runs():
+        command.stderr.write(
+            f"Run {run_id} was left running by a process that stopped (killed, or lost with its machine): it is "
+            f"ended now, as failed. Play the rest with: python manage.py resume_run {run_id} --sync"
+        )
+
+
 class ProgressBar:
     """Episodes ended (of which failed), tokens and cost of a run.
 

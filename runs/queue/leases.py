@@ -8,6 +8,10 @@ attempt, up to ``EEGAB_MAX_EPISODE_ATTEMPTS`` attempts, or ended as its cap ends
 lived until one. A worker that was only stalled, not killed, writes nothing once it wakes: every
 step and counter it stores is conditional on the episode still running as its attempt
 (``runs.db``), and the first refused write ends its loop.
+
+A run none of whose unfinished episodes was sent to the queue is played by a process of its
+own (``run_benchmark --sync``, ``resume_run --sync``): when nothing of it has shown a sign of
+life for longer than the lease, that process is gone (``lost_runs``).
 """
 from __future__ import annotations
 
@@ -21,12 +25,12 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import connections, transaction
-from django.db.models import Q
+from django.db.models import Exists, OuterRef, Q
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from runs.episode.engine import end_at_cap, load_episode
-from runs.models import Episode, Status
+from runs.models import Episode, Run, Status
 from runs.services import reset_episode_for_retry
 
 logger = logging.getLogger(__name__)
@@ -106,6 +110,26 @@ def stale_episodes(episodes=None):
         episodes.filter(status=Status.RUNNING)
         .annotate(last_sign_of_life=Coalesce("heartbeat_at", "started_at"))
         .filter(Q(last_sign_of_life__lt=cutoff) | Q(last_sign_of_life__isnull=True))
+    )
+
+
+def lost_runs():
+    """The runs played here by a process of their own that has been silent for longer than the lease.
+
+    Such a run is pending or running, started, has unfinished episodes and none of them was
+    sent to the queue; and none of its episodes started, renewed its lease or ended within the
+    lease. Its process plays episode after episode and renews the lease of the one it plays,
+    so this silence means it was killed, or lost with its machine.
+    """
+    cutoff = timezone.now() - timedelta(seconds=lease_seconds())
+    episodes = Episode.objects.filter(run=OuterRef("pk"))
+    unfinished = episodes.filter(status__in=(Status.PENDING, Status.RUNNING))
+    recent = episodes.filter(Q(started_at__gte=cutoff) | Q(heartbeat_at__gte=cutoff) | Q(finished_at__gte=cutoff))
+    return (
+        Run.objects.filter(source=Run.Source.RUN, status__in=(Status.PENDING, Status.RUNNING), started_at__lt=cutoff)
+        .filter(Exists(unfinished))
+        .exclude(Exists(unfinished.filter(queued_at__isnull=False)))
+        .exclude(Exists(recent))
     )
 
 

@@ -1,4 +1,4 @@
-"""A run's life cycle once it exists: cancel, resume, rescore, and waiting for its end.
+"""A run's life cycle once it exists: cancel, resume, rescore, ending one whose process was lost, and waiting for its end.
 
 A run moves pending → running when its first episode is claimed (the episode engine), and ends
 (``runs.services.finish_run``) once no episode is pending or running. Each change here is followed
@@ -14,9 +14,10 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from runs import db
 from runs.episode.scoring import score_prediction
 from runs.models import FINISHED, Episode, Run, Status
-from runs.queue.leases import stale_episodes
+from runs.queue.leases import lost_runs, stale_episodes
 from runs.services import finish_run, reset_episode_for_retry
 from runs.signals import episodes_ended
 
@@ -75,6 +76,47 @@ def resume_run(*, run_id: int) -> Resumed:
     else:
         run = finish_run(run_id=run_id)
     return Resumed(run=run, reset=reset, pending=progress[Status.PENDING], running=progress[Status.RUNNING])
+
+
+PROCESS_LOST = (
+    "the process playing its run stopped (killed, or lost with its machine) during attempt {attempt}; "
+    "resume the run to play it again"
+)
+NOT_PLAYED = "not played: the process playing its run stopped (killed, or lost with its machine)"
+
+
+@transaction.atomic
+def end_lost_run(*, run_id: int) -> bool:
+    """End a run whose process was lost (``runs.queue.leases.lost_runs``); True when it was.
+
+    Its running episode fails (an infrastructure failure, not scored), its pending ones are
+    cancelled, both as ended by ``process_lost``; the run fails, so that the runs list says how
+    it ended and ``resume_run`` plays them again. The run's row is locked and the loss checked
+    again first, so that of two callers at once only one ends it.
+    """
+    run = Run.objects.select_for_update().filter(pk=run_id).first()
+    if run is None or not lost_runs().filter(pk=run_id).exists():
+        return False
+    now = timezone.now()
+    lost = Episode.EndedBy.PROCESS_LOST
+    for episode in run.episodes.filter(status=Status.RUNNING):
+        Episode.objects.filter(pk=episode.pk, status=Status.RUNNING).update(
+            status=Status.FAILED, ended_by=lost, error_kind=Episode.ErrorKind.INFRASTRUCTURE,
+            error_message=PROCESS_LOST.format(attempt=episode.attempt), finished_at=now,
+        )  # fmt: skip
+    run.episodes.filter(status=Status.PENDING).update(
+        status=Status.CANCELLED, ended_by=lost, error_message=NOT_PLAYED, finished_at=now
+    )
+    run.status, run.finished_at = Status.FAILED, now
+    run.save(update_fields=["status", "finished_at"])
+    db.refresh_totals(run)  # what the lost attempt spent, stored turn by turn, counts in the run's totals
+    transaction.on_commit(lambda: episodes_ended.send(sender=Run, run_id=run_id))
+    return True
+
+
+def end_lost_runs() -> list[int]:
+    """End every run whose process was lost; return their ids."""
+    return [run_id for run_id in lost_runs().order_by("pk").values_list("pk", flat=True) if end_lost_run(run_id=run_id)]
 
 
 @transaction.atomic

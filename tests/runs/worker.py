@@ -1,10 +1,10 @@
-"""A real ``manage.py qcluster`` in a subprocess, on a given SQLite file, for tests and benchmarks.
+"""A real ``manage.py qcluster`` (or another command) in a subprocess, on a given SQLite file, for tests and benchmarks.
 
-The cluster runs in its own process group (sentinel, pusher, monitor and workers), so that
-``kill`` can end all of it at once, by that group's id, the way a lost machine would.
+The command runs in its own process group (a cluster's sentinel, pusher, monitor and workers),
+so that ``kill`` can end all of it at once, by that group's id, the way a lost machine would.
 Settings are overridden in the child before Django starts: the database file, ``Q_CLUSTER``
 entries and any other setting (the lease and heartbeat periods, ``DEBUG``). The heavy modules
-are imported before the cluster forks its workers, so a worker is ready at once.
+are imported before a cluster forks its workers, so a worker is ready at once.
 """
 import json
 import os
@@ -23,28 +23,30 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 from django.conf import settings
 overrides = json.loads(sys.argv[1])
 settings.DATABASES["default"]["NAME"] = overrides.pop("DATABASE_NAME")
-settings.Q_CLUSTER.update(overrides.pop("Q_CLUSTER"))
+settings.Q_CLUSTER.update(overrides.pop("Q_CLUSTER", {}))
 for name, value in overrides.items():
     setattr(settings, name, value)
 import django
 django.setup()
 import litellm, runs.tasks, tools_app.tools  # noqa: F401  (loaded once, before the workers fork)
 from django.core.management import call_command
-call_command("qcluster")
+call_command(*json.loads(sys.argv[2]))
 """
 
 
 def start(database: Path, *, workers: int, log: Path, q_cluster: dict | None = None, **settings) -> subprocess.Popen:
     """Start a cluster of ``workers`` processes on the SQLite file ``database``; its output goes to ``log``."""
-    overrides = {
-        "DATABASE_NAME": str(database),
-        "Q_CLUSTER": {"workers": workers, "poll": 0.05, **(q_cluster or {})},
-        **settings,
-    }
+    q_cluster = {"workers": workers, "poll": 0.05, **(q_cluster or {})}
+    return start_command(database, ["qcluster"], log=log, Q_CLUSTER=q_cluster, **settings)
+
+
+def start_command(database: Path, arguments: list[str], *, log: Path, **settings) -> subprocess.Popen:
+    """Start ``manage.py`` with ``arguments`` on the SQLite file ``database``; its output goes to ``log``."""
+    overrides = {"DATABASE_NAME": str(database), **settings}
     env = {name: value for name, value in os.environ.items() if name not in ("DATABASE_URL", "REDIS_URL")}
     with open(log, "ab") as output:
         return subprocess.Popen(
-            [sys.executable, "-c", LAUNCHER, json.dumps(overrides)],
+            [sys.executable, "-c", LAUNCHER, json.dumps(overrides), json.dumps(arguments)],
             cwd=ROOT,
             env=env,
             stdout=output,

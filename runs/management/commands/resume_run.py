@@ -1,7 +1,7 @@
 """``manage.py resume_run ID``: play a run's failed, cancelled and abandoned episodes again."""
 from django.core.management.base import BaseCommand, CommandError
 
-from runs.management.console import drive, get_run, positive, report
+from runs.management.console import drive, end_lost_runs, get_run, positive, report
 from runs.queue import lifecycle
 
 
@@ -22,6 +22,7 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         positive(options["concurrency"], "--concurrency")
         run = get_run(options["run_id"])
+        end_lost_runs(self)
         try:
             resumed = lifecycle.resume_run(run_id=run.pk)
         except ValueError as exc:

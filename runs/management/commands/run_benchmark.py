@@ -12,7 +12,7 @@ from benchmark.models import Suite
 from benchmark.scoring import TASK_IDS
 from benchmark.wording import PROMPT_SETS, default_prompt_set
 from runs import specs
-from runs.management.console import check_can_start, drive, positive
+from runs.management.console import check_can_start, drive, end_lost_runs, positive
 from runs.model.agent import PAPER_MAX_TOKENS, PAPER_PROTOCOL, PAPER_TEMPERATURE
 from runs.model.routing import check_key_env
 from runs.models import MAX_EPOCHS
@@ -126,6 +126,7 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from None
         check_can_start(self, options["model"], api_base=options["api_base"], key_env=key_env, sync=options["sync"],
                         unlisted=options["unlisted_model"])  # fmt: skip
+        end_lost_runs(self)
 
         settings = {
             "tool_protocol": options["tool_protocol"],

@@ -195,14 +195,14 @@ def test_the_sweep_recovers_stale_episodes_of_every_run_and_sends_their_tasks(
     with django_capture_on_commit_callbacks(execute=True):
         swept = sweep_runs()
 
-    assert swept == {"recovered": 2, "released": 1, "finished": 0}
+    assert swept == {"recovered": 2, "released": 1, "finished": 0, "ended": 0}
     replayed.refresh_from_db()
     capped.refresh_from_db()
     assert (replayed.status, replayed.attempt) == (Status.PENDING, 2) and replayed.queued_at is not None
     assert (capped.status, capped.ended_by) == (Status.COMPLETED, COST_CAP)
     assert [task.func() for task in OrmQ.objects.all()] == ["runs.tasks.run_episode_task"]
     assert OrmQ.objects.get().task["args"] == (replayed.pk,)
-    assert sweep_runs() == {"recovered": 0, "released": 0, "finished": 0}  # nothing left to do
+    assert sweep_runs() == {"recovered": 0, "released": 0, "finished": 0, "ended": 0}  # nothing left to do
 
 
 @pytest.mark.django_db
@@ -217,7 +217,7 @@ def test_the_sweep_finishes_a_run_whose_last_episode_was_lost(suite, settings):
     abandon(capped_run.episodes.order_by("id")[1], started_ago=1000, silent_for=500)
     end(done_run.episodes.order_by("id")[1])  # its task was killed after the episode, before finishing the run
 
-    assert sweep_runs() == {"recovered": 2, "released": 0, "finished": 3}
+    assert sweep_runs() == {"recovered": 2, "released": 0, "finished": 3, "ended": 0}
 
     statuses = {run.name: run.status for run in Run.objects.filter(pk__in=[failed_run.pk, capped_run.pk, done_run.pk])}
     assert statuses == {"a": Status.FAILED, "b": Status.COMPLETED, "c": Status.COMPLETED}
@@ -234,7 +234,7 @@ def test_the_sweep_leaves_live_episodes_in_process_runs_external_runs_and_unplay
     abandon(external.episodes.first())
     before = list(Episode.objects.order_by("id").values_list("id", "status", "attempt", "queued_at"))
 
-    assert sweep_runs() == {"recovered": 0, "released": 0, "finished": 0}
+    assert sweep_runs() == {"recovered": 0, "released": 0, "finished": 0, "ended": 0}
     assert list(Episode.objects.order_by("id").values_list("id", "status", "attempt", "queued_at")) == before
     assert set(Run.objects.values_list("status", flat=True)) == {Status.PENDING}
 
