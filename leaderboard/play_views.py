@@ -10,11 +10,10 @@ from __future__ import annotations
 
 from functools import wraps
 
-from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST, require_safe
@@ -22,7 +21,7 @@ from django.views.decorators.http import require_POST, require_safe
 from benchmark.models import Suite
 from leaderboard import play, views
 from runs.environment import service as environment
-from runs.environment.api import parse_json_body
+from runs.environment.bodies import json_body
 from runs.models import Episode, Status, Step
 
 
@@ -58,9 +57,12 @@ def index(request: HttpRequest) -> HttpResponse:
 @player_required
 def start(request: HttpRequest) -> HttpResponse:
     """Start the player's next unplayed instance of the chosen suite and task, and open it."""
-    suite = get_object_or_404(Suite, name=request.POST.get("suite", ""))
+    name, task = request.POST.get("suite", ""), request.POST.get("task", "")
+    if "\x00" in name + task:  # PostgreSQL cannot even look such a name up
+        return HttpResponseBadRequest("A suite or task name holds a NUL character.", content_type="text/plain")
+    suite = get_object_or_404(Suite, name=name)
     try:
-        episode = play.start_play(user=request.user, suite=suite, task=request.POST.get("task", ""))
+        episode = play.start_play(user=request.user, suite=suite, task=task)
     except (ValueError, environment.EnvironmentRefused) as exc:
         messages.error(request, str(exc))
         return redirect("play:index")
@@ -138,25 +140,14 @@ def signal(request: HttpRequest, pk: int, index: int) -> JsonResponse:
     return response
 
 
-def _json_body(request: HttpRequest) -> dict | None:
-    if len(request.body) > settings.EEGAB_ENV_MAX_BODY_BYTES:
-        return None
-    try:
-        body = parse_json_body(request.body)
-    except ValueError:  # UnicodeDecodeError is one too
-        return None
-    return body if isinstance(body, dict) else None
-
-
 @require_POST
 @player_required
-def action(request: HttpRequest, pk: int) -> JsonResponse:
+@json_body
+def action(request: HttpRequest, pk: int, *, body: dict) -> JsonResponse:
     """One action of the player, the JSON an external agent posts: ``{"action": "tool_call", "tool_name",
-    "arguments"}`` or ``{"action": "final_answer", …}``; the environment's reply, and where to go once it has ended."""
+    "arguments"}`` or ``{"action": "final_answer", …}``; the environment's reply, and where to go once it has ended.
+    A body the environment API refuses is refused here the same way (``runs.environment.bodies``)."""
     episode = play.own_episode(request.user, pk)
-    body = _json_body(request)
-    if body is None:
-        return JsonResponse({"detail": "Send one action as a JSON object."}, status=400)
     try:
         outcome = environment.take_action(episode=episode, action=body)
     except environment.EnvironmentRefused as exc:
@@ -169,10 +160,8 @@ def action(request: HttpRequest, pk: int) -> JsonResponse:
 
 @require_POST
 @player_required
-def preview(request: HttpRequest, pk: int) -> JsonResponse:
+@json_body
+def preview(request: HttpRequest, pk: int, *, body: dict) -> JsonResponse:
     """The chart of the answer being written (T5 intervals, T6 hypnogram), redrawn as the player edits it."""
     episode = play.own_episode(request.user, pk)
-    answer = _json_body(request)
-    if answer is None:
-        return JsonResponse({"detail": "Send the answer as a JSON object."}, status=400)
-    return JsonResponse({"figure": play.answer_preview(episode, answer)})
+    return JsonResponse({"figure": play.answer_preview(episode, body)})

@@ -10,21 +10,18 @@
   returns the observation, or the score when the episode ends.
 
 A key is sent as ``Authorization: Bearer <key>`` and is good for its own run only. Each key is
-throttled on its own (``EEGAB_ENV_API_RATE``, default 600/min). Bodies are JSON only (415
-otherwise) and at most ``EEGAB_ENV_MAX_BODY_BYTES`` (default 64 KB; 413 beyond). An episode with
-no action for ``EEGAB_ENV_IDLE_SEC`` (default 30 min) is ended as abandoned. The services are in
-``runs.environment.service``.
+throttled on its own (``EEGAB_ENV_API_RATE``, default 600/min). A body is one JSON object, read
+by ``runs.environment.bodies`` within its limits (a 4xx otherwise, before anything is written).
+An episode with no action for ``EEGAB_ENV_IDLE_SEC`` (default 30 min) is ended as abandoned. The
+services are in ``runs.environment.service``.
 """
-import json
-
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from rest_framework import serializers, status
 from rest_framework.authentication import BaseAuthentication, SessionAuthentication, get_authorization_header
-from rest_framework.exceptions import APIException, AuthenticationFailed, ParseError, PermissionDenied
-from rest_framework.parsers import BaseParser
+from rest_framework.exceptions import AuthenticationFailed, PermissionDenied
 from rest_framework.permissions import BasePermission, IsAdminUser
 from rest_framework.response import Response
 from rest_framework.throttling import SimpleRateThrottle
@@ -32,6 +29,7 @@ from rest_framework.views import APIView
 
 from benchmark.models import Suite
 from benchmark.wording import PROMPT_SETS
+from runs.environment import bodies
 from runs.environment import service as environment
 from runs.limits import check_limits
 from runs.models import EnvironmentToken, Episode, Run
@@ -80,56 +78,6 @@ class EnvironmentRateThrottle(SimpleRateThrottle):
         return self.cache_format % {"scope": self.scope, "ident": request.auth.pk}
 
 
-class BodyTooLarge(APIException):
-    status_code = 413
-    default_code = "body_too_large"
-
-
-def _too_large() -> BodyTooLarge:
-    limit = settings.EEGAB_ENV_MAX_BODY_BYTES
-    return BodyTooLarge(f"The body is larger than {limit} bytes; send one action at a time.")
-
-
-class CappedJSONParser(BaseParser):
-    """JSON, and at most ``EEGAB_ENV_MAX_BODY_BYTES`` of it: more is refused (413) after reading no further.
-
-    Not a ``JSONParser``: DRF would read a JSON parser's whole body into memory first.
-    """
-
-    media_type = "application/json"
-
-    def parse(self, stream, media_type=None, parser_context=None):
-        limit = settings.EEGAB_ENV_MAX_BODY_BYTES
-        body = stream.read(limit + 1) if stream is not None else b""
-        if len(body) > limit:
-            raise _too_large()
-        try:
-            return parse_json_body(body)
-        except ValueError as exc:
-            raise ParseError(f"The body is not JSON: {exc}") from None
-
-
-def parse_json_body(body: bytes):
-    """An action's JSON body; ValueError when it is not UTF-8 JSON or holds NaN or Infinity (not JSON numbers)."""
-    return json.loads(body.decode("utf-8"), parse_constant=_refuse_constant)
-
-
-def _refuse_constant(name: str):
-    raise ValueError(f"{name} is not a JSON number")
-
-
-class _CappedBody:
-    """Views that read a body refuse one whose declared length is over the cap before anything else."""
-
-    parser_classes = [CappedJSONParser]
-
-    def initial(self, request, *args, **kwargs):
-        declared = request.META.get("CONTENT_LENGTH") or ""
-        if declared.isdigit() and int(declared) > settings.EEGAB_ENV_MAX_BODY_BYTES:
-            raise _too_large()
-        super().initial(request, *args, **kwargs)
-
-
 def _own_run(request, run_id: int) -> None:
     if request.auth.run_id != run_id:
         raise PermissionDenied(f"This key is for run {request.auth.run_id}, not run {run_id}.")
@@ -139,7 +87,13 @@ def _refused(exc: environment.EnvironmentRefused) -> Response:
     return Response({"detail": str(exc)}, status=exc.status)
 
 
-class _AgentView(_CappedBody, APIView):
+class _JSONBodies:
+    """Views whose bodies are read by ``runs.environment.bodies`` (by the view itself, never as ``request.data``)."""
+
+    parser_classes = [bodies.JSONObjectParser]
+
+
+class _AgentView(_JSONBodies, APIView):
     authentication_classes = [EnvironmentTokenAuthentication]
     permission_classes = [HasEnvironmentToken]
     throttle_classes = [EnvironmentRateThrottle]
@@ -171,7 +125,7 @@ class StartEpisodeInput(serializers.Serializer):
 # ── views ────────────────────────────────────────────────────────────────────────────────────
 
 
-class RunListView(_CappedBody, APIView):
+class RunListView(_JSONBodies, APIView):
     """``GET /api/env/runs/`` (a key): the key's run and its progress.
 
     ``POST /api/env/runs/`` (staff, signed in) ``{"agent", "suite", "tasks", "name"?, "limit"?, "limits"?,
@@ -190,7 +144,7 @@ class RunListView(_CappedBody, APIView):
         return Response(_run_body(run))
 
     def post(self, request):
-        data = OpenRunInput(data=request.data)
+        data = OpenRunInput(data=bodies.read_json_object(request))
         data.is_valid(raise_exception=True)
         try:
             run, key = environment.open_external_run(created_by=request.user, **data.validated_data)
@@ -218,7 +172,7 @@ class EpisodeStartView(_AgentView):
 
     def post(self, request, run_id: int):
         _own_run(request, run_id)
-        data = StartEpisodeInput(data=request.data)
+        data = StartEpisodeInput(data=bodies.read_json_object(request))
         data.is_valid(raise_exception=True)
         run = get_object_or_404(Run, pk=run_id)
         environment.end_idle_episodes(run_id=run.pk)
@@ -255,11 +209,10 @@ class ActionView(_AgentView):
         episode = get_object_or_404(Episode, pk=episode_id)
         if episode.run_id != request.auth.run_id:
             raise PermissionDenied(f"Episode {episode_id} is not an episode of this key's run.")
-        if not isinstance(request.data, dict):
-            return Response({"detail": "Send one action as a JSON object."}, status=status.HTTP_400_BAD_REQUEST)
+        action = bodies.read_json_object(request)
         environment.end_idle_episodes(run_id=episode.run_id)
         try:
-            outcome = environment.take_action(episode=episode, action=dict(request.data))
+            outcome = environment.take_action(episode=episode, action=action)
         except environment.EnvironmentRefused as exc:
             return _refused(exc)
         return Response(outcome.to_dict())

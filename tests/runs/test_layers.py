@@ -65,6 +65,7 @@ LAYERS = {
     "admin": INTERFACES,
     "apps": INTERFACES,
     "environment.api": INTERFACES,
+    "environment.bodies": INTERFACES,
     "environment.urls": INTERFACES,
     "interchange": INTERFACES,
     "interchange.export": INTERFACES,
