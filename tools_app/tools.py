@@ -7,6 +7,7 @@ text before ``Parameters`` is the tool description, each parameter's text its de
 Upstream quirks that define the benchmark are kept and listed in ``docs/compatibility.md``.
 """
 import math
+from collections import Counter
 from typing import TYPE_CHECKING, Annotated
 
 import numpy as np
@@ -540,33 +541,36 @@ def detect_transients(
                 names, _placeholders(_SUMMARY_FIELDS))
 
     sfreq = recording.sfreq
-    source = source_for(recording)
-    offset = tmin if tmin is not None else 0.0
-    detected, kept, background = 0, [], {}
+    found = {}  # per channel name, computed once however often it is asked for
     if transients.filter_band(sfreq) is not None:
-        for name, pick in zip(names, picks):
+        source = source_for(recording)
+        for name, pick in dict(zip(names, picks)).items():
             filtered = transients.bandpass(source.read([pick], start, stop)[0], sfreq)
-            found = transients.detect_channel(
-                filtered, sfreq, channel=name, min_amplitude_uv=min_amplitude_uv,
-                max_candidates=max_candidates_per_channel, time_offset=offset,
-            )
-            background[name] = found
-            detected += found["n_detected"]
-            kept.extend(found["candidates"])
-
-    summary = {}
-    for candidate in kept:
-        summary.setdefault(candidate["channel"], []).append(candidate)
-    channel_summary = [_transient_summary(name, found, background[name]) for name, found in summary.items()]
-    top = sorted(kept, key=lambda candidate: candidate["amplitude_uv"], reverse=True)[:_TOP_CANDIDATES]
+            peaks, positive, amplitudes = transients.find_candidates(filtered, sfreq, min_amplitude_uv=min_amplitude_uv)
+            found[name] = transients.keep_candidates(filtered, sfreq, peaks, positive, amplitudes,
+                                                     max_candidates=max_candidates_per_channel)
+    # Upstream handles a repeated channel as often as it is named: its candidates count (and
+    # are listed) that many times, in one summary row.
+    occurrences = [name for name in names if name in found]
+    detected = sum(found[name].n_detected for name in occurrences)
+    returned = sum(len(found[name].samples) for name in occurrences)
+    repeats = Counter(occurrences)
+    channel_summary = [_transient_summary(name, found[name], repeats[name])
+                       for name in repeats if len(found[name].samples)]
+    offset = tmin if tmin is not None else 0.0
+    leading = [(float(found[name].amplitude_uv[index]), name, index)
+               for name in occurrences for index in range(min(_TOP_CANDIDATES, len(found[name].samples)))]
+    leading.sort(key=lambda entry: entry[0], reverse=True)
+    top = [found[name].row(index, channel=name, sfreq=sfreq, time_offset=offset)
+           for _, name, index in leading[:_TOP_CANDIDATES]]
     body = _transient_body(record_id, tmin, tmax, min_amplitude_uv, max_candidates_per_channel, detected,
-                           len(kept), channel_summary, top)
-    truncated = detected > len(kept)
+                           returned, channel_summary, top)
+    truncated = detected > returned
     return budget.attach_meta(
         body,
-        n_rows=len(kept),
+        n_rows=returned,
         truncated=truncated,
-        truncated_reason=(f"per-channel top-{max_candidates_per_channel} cap ({detected} detected -> {len(kept)} kept)"
+        truncated_reason=(f"per-channel top-{max_candidates_per_channel} cap ({detected} detected -> {returned} kept)"
                           if truncated else None),
     )
 
@@ -587,20 +591,26 @@ def _transient_body(record_id, tmin, tmax, min_amplitude_uv, cap, detected, retu
     }
 
 
-def _transient_summary(name, candidates, background):
-    """Return a channel's summary row; the means are of the rounded candidate values."""
-    amplitudes = [candidate["amplitude_uv"] for candidate in candidates]
+def _transient_summary(name, candidates, repeats):
+    """Return a channel's summary row; the means are of the rounded candidate values.
+
+    ``repeats``: how often the channel was asked for; its candidates count that many times.
+    """
+    def each(values):
+        return np.tile(values, repeats)
+
+    amplitudes = each(candidates.amplitude_uv)
     mean_amplitude, max_amplitude = float(np.mean(amplitudes)), float(np.max(amplitudes))
-    rms = background["background_rms_uv"]
+    rms = candidates.background_rms_uv
     return {
         "channel": name,
-        "n_candidates": len(candidates),
+        "n_candidates": len(amplitudes),
         "amplitude_mean_uv": round_value(mean_amplitude, 1),
         "amplitude_max_uv": round_value(max_amplitude, 1),
-        "width_mean_ms": round_value(float(np.mean([candidate["width_ms"] for candidate in candidates])), 1),
-        "sharpness_mean_uv_s": round_value(float(np.mean([candidate["sharpness_uv_s"] for candidate in candidates])), 1),
+        "width_mean_ms": round_value(float(np.mean(each(candidates.width_ms))), 1),
+        "sharpness_mean_uv_s": round_value(float(np.mean(each(candidates.sharpness_uv_s))), 1),
         "background_rms_uv": rms,
-        "background_peak_to_peak_uv": background["background_peak_to_peak_uv"],
+        "background_peak_to_peak_uv": candidates.background_peak_to_peak_uv,
         "amplitude_to_rms_ratio_mean": round_value(mean_amplitude / rms, 2) if rms > 0 else None,
         "amplitude_to_rms_ratio_max": round_value(max_amplitude / rms, 2) if rms > 0 else None,
     }

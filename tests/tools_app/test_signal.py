@@ -8,7 +8,7 @@ from bench import official_tools
 from tests.tools_app.recordings import make_raw, make_recording, noise, sine
 from tools_app.signal import noise as noise_metrics
 from tools_app.signal import ranges, segments, spatial, spectral, temporal, transients, windowed
-from tools_app.signal.rounding import round_value
+from tools_app.signal.rounding import round_value, round_values
 from tools_app.signal.workspace import Workspace
 
 
@@ -170,6 +170,21 @@ def test_high_frequency_ratio_of_white_noise_is_the_share_of_the_band_above_40_h
     assert noise_metrics.high_frequency_ratio(freqs, psd, sfreq) == pytest.approx((128 - 40) / (127 - 1), rel=0.05)
 
 
+# ---------------------------------------------------------------------- rounding
+
+@pytest.mark.parametrize("decimals", [0, 1, 2, 4])
+def test_rounding_many_values_at_once_equals_pythons_round(decimals):
+    rng = np.random.default_rng(15)
+    values = np.concatenate([
+        rng.uniform(-1000, 1000, 20000),
+        np.arange(-5000, 5000) / 20,  # half-way points at 1 dp, exact or nearly
+        np.arange(0, 10000) / 2000 + 0.00005,  # half-way points at 4 dp
+        [0.15, 2.675, 1.0005, -0.05, 1e300, -1e300, 5e-324, -0.0, np.nan, np.inf, -np.inf],
+    ])
+    expected = [round_value(value, decimals) for value in values]
+    assert round_values(values, decimals).tolist() == expected
+
+
 # ---------------------------------------------------------------------- transients
 
 def _spiky_signal(sfreq=256.0, seconds=20.0, times=(3.0, 7.5, 12.25, 16.0)):
@@ -180,50 +195,75 @@ def _spiky_signal(sfreq=256.0, seconds=20.0, times=(3.0, 7.5, 12.25, 16.0)):
     return signal
 
 
+def _candidates(signal, sfreq, *, min_amplitude_uv, max_candidates):
+    filtered = transients.bandpass(signal, sfreq)
+    peaks, positive, amplitudes = transients.find_candidates(filtered, sfreq, min_amplitude_uv=min_amplitude_uv)
+    return transients.keep_candidates(filtered, sfreq, peaks, positive, amplitudes, max_candidates=max_candidates)
+
+
 def test_injected_spikes_are_found_at_their_times():
     sfreq, times = 256.0, (3.0, 7.5, 12.25, 16.0)
-    filtered = transients.bandpass(_spiky_signal(sfreq, times=times), sfreq)
-    found = transients.detect_channel(filtered, sfreq, channel="C3", min_amplitude_uv=70, max_candidates=20, time_offset=0.0)
-    positive = sorted(c["time_sec"] for c in found["candidates"] if c["polarity"] == "positive")
-    assert positive == pytest.approx(times, abs=0.02)
-    assert all(c["amplitude_uv"] >= 70 for c in found["candidates"])
+    found = _candidates(_spiky_signal(sfreq, times=times), sfreq, min_amplitude_uv=70, max_candidates=20)
+    assert sorted(found.samples[found.positive] / sfreq) == pytest.approx(times, abs=0.02)
+    assert all(found.amplitude_uv >= 70)
 
 
-def test_transient_candidates_equal_the_official_per_peak_computation():
-    sfreq = 200.0
+@pytest.mark.parametrize(("sfreq", "min_amplitude_uv"), [(200.0, 20), (100.0, 0), (256.0, -5)])
+def test_transient_candidates_equal_the_official_per_peak_computation(sfreq, min_amplitude_uv):
     signal = _spiky_signal(sfreq) + noise(20, sfreq, amplitude_v=3e-5, seed=11)
-    filtered = transients.bandpass(signal, sfreq)
-    found = transients.detect_channel(filtered, sfreq, channel="X", min_amplitude_uv=20, max_candidates=10**6,
-                                      time_offset=1.5)
+    found = _candidates(signal, sfreq, min_amplitude_uv=min_amplitude_uv, max_candidates=10**6)
     expected = official_tools.detect_transients(
-        make_raw(signal, sfreq, ["X"]), {"record_id": "r", "min_amplitude_uv": 20, "max_candidates_per_channel": 10**6})
-    assert found["n_detected"] == expected["n_candidates_detected"] > 5
+        make_raw(signal, sfreq, ["X"]),
+        {"record_id": "r", "min_amplitude_uv": min_amplitude_uv, "max_candidates_per_channel": 10**6})
+    assert found.n_detected == expected["n_candidates_detected"] == len(found.samples) > 5
     summary = expected["channel_summary"][0]
-    assert found["background_rms_uv"] == summary["background_rms_uv"]
-    assert round_value(np.mean([c["width_ms"] for c in found["candidates"]]), 1) == summary["width_mean_ms"]
-    assert round_value(np.mean([c["sharpness_uv_s"] for c in found["candidates"]]), 1) == summary["sharpness_mean_uv_s"]
-    shifted = [{**c, "time_sec": round(c["time_sec"] - 1.5, 2)} for c in found["candidates"][:5]]
-    assert [{**c, "time_sec": pytest.approx(c["time_sec"])} for c in expected["top_candidates"]] == shifted
+    assert found.background_rms_uv == summary["background_rms_uv"]
+    assert round_value(np.mean(found.amplitude_uv), 1) == summary["amplitude_mean_uv"]
+    assert round_value(np.mean(found.width_ms), 1) == summary["width_mean_ms"]
+    assert round_value(np.mean(found.sharpness_uv_s), 1) == summary["sharpness_mean_uv_s"]
+    top = [found.row(index, channel="X", sfreq=sfreq, time_offset=0.0) for index in range(5)]
+    assert top == expected["top_candidates"]
 
 
-def test_half_amplitude_span_equals_a_sample_by_sample_walk():
+def _walked(absolute, peak):
+    half = absolute[peak] / 2
+    left = right = peak
+    while left > 0 and absolute[left] > half:
+        left -= 1
+    while right < len(absolute) - 1 and absolute[right] > half:
+        right += 1
+    return left, right
+
+
+def test_half_amplitude_spans_equal_a_sample_by_sample_walk():
     rng = np.random.default_rng(12)
-    absolute = np.abs(np.cumsum(rng.standard_normal(5000)))
-    for peak in rng.integers(0, 5000, 200):
-        half = absolute[peak] / 2
-        left = right = peak
-        while left > 0 and absolute[left] > half:
-            left -= 1
-        while right < len(absolute) - 1 and absolute[right] > half:
-            right += 1
-        assert transients._half_amplitude_span(absolute, int(peak)) == (left, right)
+    absolute = np.abs(np.cumsum(rng.standard_normal(5000)))  # a random walk: some walks run for hundreds of samples
+    absolute[[100, 2000]] = 0.0, 1e-9  # a peak of amplitude 0, and one whose half nothing reaches
+    peaks = np.concatenate([rng.integers(0, 5000, 400), [0, 100, 2000, 4999]])
+    left, right = transients.half_amplitude_spans(absolute, peaks)
+    assert list(zip(left, right)) == [_walked(absolute, int(peak)) for peak in peaks]
+    assert max(right - left) > 16 * 16  # walks that cross blocks of blocks
+
+
+@pytest.mark.parametrize("n_peaks", [30, 3000])  # few peaks: read around each; many: one pass over the signal
+def test_steepest_slopes_equal_the_official_search(n_peaks):
+    sfreq = 256.0
+    filtered = noise(20, sfreq, amplitude_v=3e-5, seed=13)
+    peaks = np.concatenate([np.random.default_rng(14).integers(0, len(filtered), n_peaks), [0, 5, len(filtered) - 1, len(filtered) - 20]])
+    slope = np.diff(filtered) * sfreq
+    reach = int(sfreq * 0.07)
+    expected = []
+    for peak in peaks:
+        first, last = max(0, peak - reach), min(len(slope) - 1, peak + reach)
+        expected.append(float(np.max(np.abs(slope[first:last]))) if last > first else 0.0)
+    assert list(transients.steepest_slopes(filtered, sfreq, peaks)) == expected
 
 
 def test_ranking_uses_rounded_amplitudes_and_keeps_ties_in_order():
     amplitudes = np.array([70.04, 70.01, 95.0, 70.049, 80.0])
-    assert transients._largest_by_rounded_amplitude(amplitudes, 3) == [2, 4, 0]
-    assert transients._largest_by_rounded_amplitude(amplitudes, 0) == []
-    assert transients._largest_by_rounded_amplitude(amplitudes, 10) == [2, 4, 0, 1, 3]
+    assert list(transients._largest_by_rounded_amplitude(amplitudes, 3)) == [2, 4, 0]
+    assert list(transients._largest_by_rounded_amplitude(amplitudes, 0)) == []
+    assert list(transients._largest_by_rounded_amplitude(amplitudes, 10)) == [2, 4, 0, 1, 3]
 
 
 def test_the_filter_band_is_empty_at_very_low_sampling_rates():

@@ -48,6 +48,7 @@ CALLS = [
     ("detect_transients", {"channels": ["T3", "C3"], "min_amplitude_uv": 15, "max_candidates_per_channel": 3, "tmin": 1.5, "tmax": 20}),
     ("detect_transients", {"channels": ["T3", "T3"], "max_events_per_channel": 2}),
     ("detect_transients", {"channels": ["Cz"], "min_amplitude_uv": 0, "tmin": 0, "tmax": 2}),
+    ("detect_transients", {"channels": ["T3", "O1", "T3"], "min_amplitude_uv": 0, "max_candidates_per_channel": 10**12}),
     ("compute_temporal_features", {}),
     ("compute_temporal_features", {"channels": ["O1"], "tmin": 0, "tmax": 10.01}),
     ("compute_asymmetry", {}),
