@@ -887,11 +887,13 @@ def task_analysis(*, suite: str = PAPER_BOARD, task: str) -> TaskAnalysis:
 def run_list(*, suite: str | None = None, status: str | None = None, model: str | None = None) -> QuerySet[Run]:
     """Runs, newest first, each with its model and suite and its episode counts by status.
 
-    Annotations: ``n_episodes`` and ``n_<status>`` for every status (one query per page).
+    Annotations: ``n_episodes``, ``n_<status>`` for every status, and ``n_process_lost``, the
+    episodes ended because the process playing the run stopped (one query per page).
     """
     queryset = Run.objects.select_related("model", "suite__release").defer(*Release.unread("suite__release")).annotate(
         n_episodes=Count("episodes"),
         **{f"n_{value}": Count("episodes", filter=Q(episodes__status=value)) for value in Status.values},
+        n_process_lost=Count("episodes", filter=Q(episodes__ended_by=Episode.EndedBy.PROCESS_LOST)),
     )
     if suite:
         queryset = queryset.filter(suite__name=suite)
