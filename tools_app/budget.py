@@ -8,6 +8,7 @@ other tools whose output grows with their arguments: the channel correlation (qu
 channels) and the per-channel tools (which accept repeated channel names).
 """
 import json
+from collections import Counter
 
 from tools_app.errors import ErrorCode, ToolError
 
@@ -119,36 +120,47 @@ def check_windowed(*, n_channels, n_windows, features, step_sec, span_sec):
 
 # ---------------------------------------------------------------------- other tools
 
-def check_channel_rows(header, rows):
+def check_channel_rows(header, names, fields):
     """Refuse a per-channel result whose estimated size exceeds the budget.
 
     Parameters
     ----------
     header : dict
         The result's fixed fields, with placeholder values.
-    rows : list of dict
-        One representative row per requested channel (repeats included), with the real
-        channel names and :data:`PLACEHOLDER_NUMBER` for numbers.
+    names : list of str
+        The requested channels, repeats included: one row each.
+    fields : dict
+        A row's fields after ``channel``, with :data:`PLACEHOLDER_NUMBER` for numbers.
 
     Raises
     ------
     ToolError
         ``output_too_large`` with ``budget_tokens``, ``estimated_tokens`` and ``n_channels``.
+
+    Notes
+    -----
+    Rows differ only in their channel name, so each distinct name is sized once, and the
+    rows that fit are counted only up to the first that does not.
     """
     fixed = response_bytes(header)
-    sizes = [response_bytes(row) + 2 for row in rows]
-    estimated = (fixed + sum(sizes)) // BYTES_PER_TOKEN
+    size_of = {name: response_bytes({"channel": name, **fields}) + 2 for name in dict.fromkeys(names)}
+    estimated = (fixed + sum(size_of[name] * count for name, count in Counter(names).items())) // BYTES_PER_TOKEN
     if estimated <= BUDGET_TOKENS:
         return
-    fitting = _prefix_fitting(fixed, sizes)
+    total, fitting = fixed, 0
+    for name in names:
+        total += size_of[name]
+        if total > BUDGET_BYTES:
+            break
+        fitting += 1
     raise ToolError(
         ErrorCode.OUTPUT_TOO_LARGE,
-        f"Output too large: this call would return {len(rows)} channel rows (~{estimated} tokens), exceeding "
-        f"the {BUDGET_TOKENS}-token budget. Nothing was computed. Rescope to fit, e.g.: use <= {fitting} "
+        f"Output too large: this call would return {len(names)} channel rows (~{estimated} tokens), exceeding "
+        f"the {BUDGET_TOKENS}-token budget. Nothing was computed. Rescope to fit, e.g.: use <= {max(1, fitting)} "
         f"channel(s) per call (each channel once), splitting the channel list across calls. Then call again.",
         budget_tokens=BUDGET_TOKENS,
         estimated_tokens=estimated,
-        n_channels=len(rows),
+        n_channels=len(names),
     )
 
 
@@ -208,13 +220,3 @@ def check_correlation(channel_names):
         n_channels=n_channels,
         n_pairs=n_pairs,
     )
-
-
-def _prefix_fitting(fixed, sizes):
-    """Return how many of the leading rows fit in the budget together with ``fixed`` (≥ 1)."""
-    total, count = fixed, 0
-    for size in sizes:
-        if total + size > BUDGET_BYTES:
-            break
-        total, count = total + size, count + 1
-    return max(1, count)

@@ -53,6 +53,9 @@ CATEGORIES = (
     "Windowed / Time-Series Analysis",
 )
 
+#: Longest record id an error object echoes (a longer one is cut): an agent's id may be any string.
+ECHOED_ID_CHARS = 100
+
 _JSON_TYPES = {str: "string", float: "number", int: "integer", bool: "boolean"}
 _PATH_SUFFIXES = (".edf", ".bdf", ".fif", ".set", ".txt", ".npy", ".gz", ".vhdr", ".cnt")
 
@@ -282,6 +285,12 @@ def _checked(parameter, value):
     return list(value)
 
 
+def shown(value, limit=ECHOED_ID_CHARS):
+    """Return ``repr(value)``, cut after ``limit`` characters (marked "…") when longer."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
 def _describe(value):
     """Return a short, safe description of an argument value for an error message."""
     text = json.dumps(value, default=str, ensure_ascii=False)
@@ -386,8 +395,7 @@ def call_tool(path, tool_name, arguments, *, record_id=None, metadata=None):
     """
     from tools_app.recording import RecordingError, open_recording
     _load_tools()
-    echoed = arguments.get("record_id") if isinstance(arguments, dict) else None
-    echoed = echoed if isinstance(echoed, str) else record_id
+    echoed = echoed_record_id(arguments, record_id)
     try:
         spec = _resolve_tool(tool_name)
         if not isinstance(arguments, dict):
@@ -400,7 +408,7 @@ def call_tool(path, tool_name, arguments, *, record_id=None, metadata=None):
         except RecordingError as error:
             raise ToolError(
                 ErrorCode.UNKNOWN_RECORD,
-                f"{_without_path(str(error), path)} (record_id {requested!r})",
+                f"{_without_path(str(error), path)} (record_id {shown(requested)})",
             ) from None
         return _run(spec, recording, requested, options)
     except ToolError as error:
@@ -414,11 +422,25 @@ def call_tool(path, tool_name, arguments, *, record_id=None, metadata=None):
         ).to_result(echoed)
 
 
+def echoed_record_id(arguments, record_id=None):
+    """Return the record id an error object names: the one the agent gave, else the episode's.
+
+    An agent's id longer than :data:`ECHOED_ID_CHARS` is cut there and marked with "…", so
+    that an error is never larger than the output budget allows.
+    """
+    given = arguments.get("record_id") if isinstance(arguments, dict) else None
+    if not isinstance(given, str):
+        return record_id
+    return given if len(given) <= ECHOED_ID_CHARS else given[:ECHOED_ID_CHARS] + "…"
+
+
 def _run(spec, recording, record_id, options):
     """Run the tool, once more if the kept statistics it read fail their check (then rebuilt)."""
     from tools_app.signal.ranges import source_for
+    from tools_app.signal.segments import single_threaded_blas
     from tools_app.signal.stored import StoreError
 
+    single_threaded_blas()  # the work limit's costs are one core's (tools_app.signal.costs)
     for attempt in (1, 2):
         # Floating-point warnings off for this call only (numpy's error state is per thread); the
         # statistics a tool needs are mapped or computed when it first asks for them.
@@ -448,7 +470,7 @@ def _checked_record_id(requested, episode_record_id):
         hint = f" The recording of this task is record_id {episode_record_id!r}." if episode_record_id else ""
         raise ToolError(
             ErrorCode.UNKNOWN_RECORD,
-            f"Unknown record_id {requested!r}: tools read only the recording of this task, named by its "
+            f"Unknown record_id {shown(requested)}: tools read only the recording of this task, named by its "
             f"record_id (file paths are not accepted).{hint}",
         )
     return requested

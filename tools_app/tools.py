@@ -12,18 +12,15 @@ from typing import TYPE_CHECKING, Annotated
 
 import numpy as np
 
-from tools_app import budget
+from tools_app import budget, workload
 from tools_app.errors import ErrorCode, ToolError
-from tools_app.registry import Choices, tool
-from tools_app.signal import noise, spatial, spectral, transients, windowed
+from tools_app.registry import Choices, shown, tool
+from tools_app.signal import costs, noise, spatial, spectral, transients, windowed
 from tools_app.signal.ranges import source_for
 from tools_app.signal.rounding import round_value
 
 if TYPE_CHECKING:
     from tools_app.recording import Recording
-
-#: Longest window (samples) the multitaper option accepts: its tapers span the whole window.
-MULTITAPER_MAX_SAMPLES = 1 << 20
 
 _PLACEHOLDER = budget.PLACEHOLDER_NUMBER
 
@@ -58,9 +55,26 @@ def _channels_or_default(recording, channels):
         preview = ", ".join(names[:20]) + (" …" if len(names) > 20 else "")
         raise ToolError(
             ErrorCode.UNKNOWN_CHANNEL,
-            f"None of the requested channels exist in this recording: {channels}. Available channels: {preview}",
+            f"None of the requested channels exist in this recording: {_listed(channels)}. "
+            f"Available channels: {preview}",
         )
     return valid, [index[name] for name in valid]
+
+
+#: Most requested channel names an error message repeats.
+_LISTED_NAMES = 20
+
+
+def _listed(names):
+    """Return ``names`` as Python prints a list (the official text), the first 20 when there are more.
+
+    A longer list, or a very long name, is shortened so that the error stays small.
+    """
+    text = str(names)
+    if len(names) <= _LISTED_NAMES and len(text) <= 40 * _LISTED_NAMES:
+        return text
+    leading = ", ".join(shown(name, 40) for name in names[:_LISTED_NAMES])
+    return f"[{leading}, …] ({len(names)} names)"
 
 
 def _sample(seconds, sfreq):
@@ -133,10 +147,18 @@ def _spectral_min_samples(recording):
     return max(8, int(recording.sfreq // 2))
 
 
-def _check_rows(header, names, fields):
-    """Apply the output budget to a result with one row of ``fields`` per channel name."""
-    rows = [{"channel": name, **fields} for name in names]
-    budget.check_channel_rows(header, rows)
+def _check_work(recording, cost, picks, start, stop, hint="", min_channels=1):
+    """Refuse a call whose work, ``cost(picks, start, stop)`` in ns, is too much for one call."""
+    workload.check(cost(picks, start, stop), _span_refusal(recording, cost, picks, start, stop, hint=hint,
+                                                           min_channels=min_channels))
+
+
+def _span_refusal(recording, cost, picks, start, stop, **options):
+    distinct = list(dict.fromkeys(picks))
+    upsampled = source_for(recording).upsampled
+    costly = [recording.ch_names[pick] for pick in distinct if pick in upsampled]
+    return workload.span_refusal(cost, picks=picks, start=start, stop=stop, sfreq=recording.sfreq,
+                                 costly=costly if len(costly) < len(distinct) else (), **options)
 
 
 def _placeholders(keys):
@@ -264,9 +286,10 @@ def compute_noise_metrics(
     when none exists (as upstream).
     """
     names, picks = _channels_or_default(recording, channels)
-    _check_rows({"record_id": record_id, "line_freq_hz": line_freq, "n_channels": 0, "channels": []},
-                names, _placeholders(_NOISE_FIELDS))
+    budget.check_channel_rows({"record_id": record_id, "line_freq_hz": line_freq, "n_channels": 0, "channels": []},
+                              names, _placeholders(_NOISE_FIELDS))
     source = source_for(recording)
+    _check_work(recording, lambda picks, start, stop: source.noise_cost(picks), picks, 0, recording.n_times)
     amplitude = source.noise_features(picks)
     freqs, psd = source.welch(picks, 0, recording.n_times)
     sfreq = recording.sfreq
@@ -338,13 +361,14 @@ def compute_psd(
     inclusive edges (a bin on an edge counts in both bands); also the alpha peak of the
     channel-averaged spectrum. Welch: 2-s Hann segments, 50 % overlap (0.5 Hz bins for windows
     of 2 s or more). Multitaper (the official one): the average of Welch spectra of 7
-    DPSS-tapered copies of the window, for windows up to 2^20 samples; any other method name
-    runs Welch. The window needs max(8, sfreq // 2) samples.
+    DPSS-tapered copies of the window (whose tapers cost enough that the work limit of
+    ``tools_app.workload`` refuses long windows); any other method name runs Welch. The window
+    needs max(8, sfreq // 2) samples.
     """
     names, picks = _channels_or_default(recording, channels)
     start, stop = _window(recording, tmin, tmax, min_samples=_spectral_min_samples(recording))
     band_fields = _placeholders(spectral.DEFAULT_BANDS)
-    _check_rows(
+    budget.check_channel_rows(
         {"record_id": record_id, "method": method, "time_window": [tmin, tmax], "freq_range_hz": [fmin, fmax],
          "n_channels": 0, "global_alpha_peak_hz": _PLACEHOLDER, "channels": []},
         names,
@@ -353,15 +377,10 @@ def compute_psd(
     )
     source = source_for(recording)
     if method == "multitaper":
-        if stop - start > MULTITAPER_MAX_SAMPLES:
-            raise ToolError(
-                ErrorCode.INVALID_ARGUMENT,
-                f"method 'multitaper' accepts windows of at most {MULTITAPER_MAX_SAMPLES} samples "
-                f"({MULTITAPER_MAX_SAMPLES / recording.sfreq:.1f} s here); the window has {stop - start}. "
-                f"Use a shorter tmin/tmax window or method 'welch'.",
-            )
+        _check_work(recording, source.multitaper_cost, picks, start, stop, hint="use method 'welch'")
         freqs, psd = source.multitaper(picks, start, stop)
     else:
+        _check_welch(recording, picks, start, stop)
         freqs, psd = source.welch(picks, start, stop)
     inside = (freqs >= fmin) & (freqs <= fmax)
     if not inside.any():
@@ -396,6 +415,16 @@ def compute_psd(
         "channels": rows,
     }
     return budget.attach_meta(body, n_rows=len(rows))
+
+
+def _check_welch(recording, picks, start, stop):
+    """Refuse a Welch PSD too long to compute; suggest the nearest start the kept statistics serve."""
+    source = source_for(recording)
+    aligned = source.kept_welch_start(start, stop)
+    hint = "" if aligned is None else (
+        f"start the window at tmin={aligned / recording.sfreq:g} s instead, which is answered from "
+        f"precomputed statistics")
+    _check_work(recording, source.welch_cost, picks, start, stop, hint=hint)
 
 
 _RATIOS = ("theta_alpha_ratio", "delta_alpha_ratio", "slow_fast_ratio")
@@ -443,8 +472,10 @@ def compute_band_power(
     names, picks = _channels_or_default(recording, channels)
     start, stop = _window(recording, tmin, tmax, min_samples=_spectral_min_samples(recording))
     bands = _placeholders(spectral.DEFAULT_BANDS)
-    _check_rows({"record_id": record_id, "time_window": [tmin, tmax], "n_channels": 0, "channels": []}, names,
-                {"absolute_power_uv2": bands, "relative_power": bands, "ratios": _placeholders(_RATIOS)})
+    budget.check_channel_rows({"record_id": record_id, "time_window": [tmin, tmax], "n_channels": 0, "channels": []},
+                              names, {"absolute_power_uv2": bands, "relative_power": bands,
+                                      "ratios": _placeholders(_RATIOS)})
+    _check_welch(recording, picks, start, stop)
     freqs, psd = source_for(recording).welch(picks, start, stop)
     present = spectral.band_powers(freqs, psd)
     rows = []
@@ -536,19 +567,15 @@ def detect_transients(
     names, picks = _channels_or_default(recording, channels)
     start, stop = _window(recording, tmin, tmax, min_samples=transients.MIN_SAMPLES)
     candidate = {"channel": "", **_placeholders(_CANDIDATE_FIELDS), "polarity": "negative"}
-    _check_rows(_transient_body(record_id, tmin, tmax, min_amplitude_uv, max_candidates_per_channel, 0, 0, [],
-                                [candidate] * _TOP_CANDIDATES),
-                names, _placeholders(_SUMMARY_FIELDS))
+    budget.check_channel_rows(_transient_body(record_id, tmin, tmax, min_amplitude_uv, max_candidates_per_channel, 0, 0,
+                                              [], [candidate] * _TOP_CANDIDATES),
+                              names, _placeholders(_SUMMARY_FIELDS))
 
     sfreq = recording.sfreq
     found = {}  # per channel name, computed once however often it is asked for
     if transients.filter_band(sfreq) is not None:
-        source = source_for(recording)
-        for name, pick in dict(zip(names, picks)).items():
-            filtered = transients.bandpass(source.read([pick], start, stop)[0], sfreq)
-            peaks, positive, amplitudes = transients.find_candidates(filtered, sfreq, min_amplitude_uv=min_amplitude_uv)
-            found[name] = transients.keep_candidates(filtered, sfreq, peaks, positive, amplitudes,
-                                                     max_candidates=max_candidates_per_channel)
+        found = _find_transients(recording, dict(zip(names, picks)), start, stop, min_amplitude_uv,
+                                 max_candidates_per_channel)
     # Upstream handles a repeated channel as often as it is named: its candidates count (and
     # are listed) that many times, in one summary row.
     occurrences = [name for name in names if name in found]
@@ -573,6 +600,48 @@ def detect_transients(
         truncated_reason=(f"per-channel top-{max_candidates_per_channel} cap ({detected} detected -> {returned} kept)"
                           if truncated else None),
     )
+
+
+def _find_transients(recording, picks, start, stop, min_amplitude_uv, max_candidates):
+    """Return each channel's :class:`~tools_app.signal.transients.Candidates`, the work checked as it becomes known.
+
+    Filtering and finding the local maxima cost what the range does, known at once; keeping
+    the maxima apart costs what their number does, and measuring the candidates what theirs
+    does, each known once a channel is filtered.
+    """
+    sfreq = recording.sfreq
+    source = source_for(recording)
+    meter = workload.WorkMeter()
+
+    def scan(picks, start, stop):
+        per_sample = (costs.BANDPASS_NS + costs.MAXIMA_NS) * len(picks)
+        return source.read_cost(picks, stop - start) + per_sample * (stop - start)
+
+    channels = list(picks.values())
+    meter.charge(scan(channels, start, stop), _span_refusal(recording, scan, channels, start, stop))
+    found = {}
+    for name, pick in picks.items():
+        filtered = transients.bandpass(source.read([pick], start, stop)[0], sfreq)
+        above = transients.count_above(filtered, min_amplitude_uv=min_amplitude_uv)
+        meter.charge(above * costs.PEAK_SPACING_NS, _too_many_peaks(name, above, min_amplitude_uv, ranked=True))
+        peaks, positive, amplitudes = transients.find_candidates(filtered, sfreq, min_amplitude_uv=min_amplitude_uv)
+        kept = min(len(peaks), max_candidates)
+        meter.charge(kept * costs.CANDIDATE_NS, _too_many_peaks(name, kept, min_amplitude_uv, ranked=False))
+        found[name] = transients.keep_candidates(filtered, sfreq, peaks, positive, amplitudes,
+                                                 max_candidates=max_candidates)
+    return found
+
+
+def _too_many_peaks(name, count, min_amplitude_uv, *, ranked):
+    """Return the refusal of a transient scan with too many peaks (to space out when ``ranked``, else to measure)."""
+    if ranked:
+        work = f"spacing out the peaks of {name} ({count} samples at or above min_amplitude_uv {min_amplitude_uv})"
+        rescope = "(a) raise min_amplitude_uv; or (b) use fewer channels or a shorter time range via tmin/tmax"
+    else:
+        work = f"measuring the {count} candidates kept on {name}, with those of the channels before it"
+        rescope = ("(a) lower max_candidates_per_channel (only kept candidates are measured); or (b) raise "
+                   "min_amplitude_uv; or (c) use fewer channels or a shorter time range via tmin/tmax")
+    return lambda total_ns: workload.refusal(total_ns, work=work, rescope=rescope)
 
 
 def _transient_body(record_id, tmin, tmax, min_amplitude_uv, cap, detected, returned, channel_summary, top):
@@ -659,9 +728,11 @@ def compute_temporal_features(
     """
     names, picks = _channels_or_default(recording, channels)
     start, stop = _window(recording, tmin, tmax, min_samples=3)
-    _check_rows({"record_id": record_id, "time_window": [tmin, tmax], "n_channels": 0, "channels": []}, names,
-                _placeholders(_TEMPORAL_DECIMALS))
-    features = source_for(recording).temporal_features(picks, start, stop)
+    budget.check_channel_rows({"record_id": record_id, "time_window": [tmin, tmax], "n_channels": 0, "channels": []},
+                              names, _placeholders(_TEMPORAL_DECIMALS))
+    source = source_for(recording)
+    _check_work(recording, source.temporal_cost, picks, start, stop)
+    features = source.temporal_features(picks, start, stop)
     features["hjorth_activity"] = features["hjorth_activity"] * 1e12
     rows = [
         {"channel": name, **{field: round_value(features[field][row], decimals)
@@ -733,6 +804,13 @@ def compute_asymmetry(
 
     source = source_for(recording)
     index = _channel_index(recording)
+    paired = [index[channel] for _, _, *channels in pairs for channel in channels]
+
+    def cost(picks, first, last):
+        amplitude = source.rms_cost(picks, first, last) if feature in ("amplitude", "all") else 0.0
+        return amplitude + (source.welch_cost(picks, first, last) if feature in ("band_power", "all") else 0.0)
+
+    _check_work(recording, cost, paired, start, stop, min_channels=None)
     rows = []
     for left, right, left_channel, right_channel in pairs:
         picks = [index[left_channel], index[right_channel]]
@@ -809,7 +887,10 @@ def compute_channel_correlation(
         )
     start, stop = _clipped_window(recording, tmin, tmax)
     budget.check_correlation(names)
-    correlation, constant = source_for(recording).correlation([index[name] for name in names], start, stop)
+    picks = [index[name] for name in names]
+    source = source_for(recording)
+    _check_work(recording, source.correlation_cost, picks, start, stop, min_channels=2)
+    correlation, constant = source.correlation(picks, start, stop)
     pairs = [
         {"channel_a": names[first], "channel_b": names[second], "correlation": round_value(correlation[first, second], 4)}
         for first in range(len(names))
@@ -902,7 +983,7 @@ def compute_windowed_features(
     requested_channels = _eeg_channels(recording) if channels is None else channels
     names = [name for name in requested_channels if name in index]
     if not names:
-        raise ToolError(ErrorCode.UNKNOWN_CHANNEL, f"None of the requested channels exist: {channels}")
+        raise ToolError(ErrorCode.UNKNOWN_CHANNEL, f"None of the requested channels exist: {_listed(channels)}")
     start, stop = _clipped_window(recording, tmin, tmax)
     sfreq = recording.sfreq
     n_total = stop - start
@@ -913,12 +994,17 @@ def compute_windowed_features(
     window_samples, step_samples = int(window_sec * sfreq), int(step_sec * sfreq)
     if window_samples < windowed.MIN_WINDOW_SAMPLES or step_samples < 1:
         raise ToolError(ErrorCode.INVALID_ARGUMENT, "Window or step too small for the sampling rate.")
-    n_windows = len(windowed.window_starts(n_total, window_samples, step_samples)[0])
+    n_windows, _ = windowed.window_count(n_total, window_samples, step_samples)
     budget.check_windowed(n_channels=len(names), n_windows=n_windows, features=requested,
                           step_sec=step_sec, span_sec=span_sec)
+    picks = [index[name] for name in names]
+    source = source_for(recording)
+    def cost(picks, first, last):
+        return source.windowed_cost(picks, first, last, window_samples, step_samples, requested)
 
-    starts, used_samples, values = source_for(recording).windowed_features(
-        [index[name] for name in names], start, stop, window_samples, step_samples, requested)
+    _check_work(recording, cost, picks, start, stop,
+                hint="use a shorter window_sec or a coarser step_sec (each window is computed)")
+    starts, used_samples, values = source.windowed_features(picks, start, stop, window_samples, step_samples, requested)
     ordered = windowed.ordered(requested)
     times = [(round(first_time + int(begin) / sfreq, 2),
               round(first_time + min(int(begin) + used_samples, n_total) / sfreq, 2)) for begin in starts]

@@ -6,7 +6,7 @@ import pytest
 
 from tests.tools_app.recordings import make_recording, noise, run
 from tools_app import budget
-from tools_app.errors import ErrorCode
+from tools_app.errors import ErrorCode, ToolError
 from tools_app.signal import ranges, windowed
 
 
@@ -140,3 +140,16 @@ def test_repeated_channels_cannot_blow_the_budget(many_channels, tool_name):
     assert refused["error_code"] == ErrorCode.OUTPUT_TOO_LARGE
     assert refused["n_channels"] == 400 and refused["estimated_tokens"] > 8000
     assert "error" not in run(tool_name, channels=names[:10])
+
+
+def test_a_per_channel_estimate_sizes_each_row_as_its_json():
+    names = ["Fp1", "EEG Fpz-Cz", "Fp1", "ÄÖ-Ü", "T8-P8-0"] * 150
+    header = {"record_id": "r", "time_window": [None, None], "n_channels": 0, "channels": []}
+    fields = {"rms_uv": -12.3456, "kurtosis": -12.3456}
+    rows = [budget.response_bytes({"channel": name, **fields}) + 2 for name in names]
+    with pytest.raises(ToolError) as refused:
+        budget.check_channel_rows(header, names, fields)
+    assert refused.value.extra["estimated_tokens"] == (budget.response_bytes(header) + sum(rows)) // 4
+    fitting = next(count for count in range(len(rows)) if budget.response_bytes(header) + sum(rows[: count + 1]) > 32000)
+    assert f"use <= {fitting} channel(s) per call" in refused.value.message
+    budget.check_channel_rows(header, names[:fitting], fields)

@@ -390,12 +390,28 @@ def test_streamed_correlation_equals_numpy_corrcoef(long_source):
     assert not constant.any()
 
 
+def test_a_channel_read_whole_streams_the_same_numbers(long_source):
+    """A channel stored at a lower rate is read whole by the long streams, the others in pieces."""
+    _, data = long_source
+    recording = make_recording(data, 100.0)
+    recording.whole_read_channels = frozenset({1})
+    source = ranges.SignalSource(recording)
+    start = 12_345  # off the kept grid: streamed
+    correlation, _ = source.correlation([0, 1, 2, 1], start, data.shape[1])
+    np.testing.assert_allclose(correlation, np.corrcoef(data[[0, 1, 2, 1], start:]), atol=1e-12)
+    freqs, psd = source.welch([1, 0], start, data.shape[1])
+    expected_freqs, expected = scipy.signal.welch(data[[1, 0], start:], fs=100.0, nperseg=200)
+    np.testing.assert_allclose(psd, expected, rtol=1e-10)
+    crossings = source.temporal_features([1], start, data.shape[1])["zero_crossing_rate_hz"]
+    np.testing.assert_allclose(crossings, temporal.zero_crossing_rate_hz(data[[1], start:], 100.0), rtol=1e-12)
+
+
 @pytest.mark.parametrize(("window", "step"), [(3000, 3000), (1500, 500), (6000, 3000), (30_000, 30_000), (30_000, 10_100), (12_800, 6_400)])
 def test_cached_windows_equal_the_direct_windows(long_source, window, step):
     source, data = long_source
     features = windowed.FEATURES
     starts, length, cached = source.windowed_features([1, 0], 6000, 654_000, window, step, features)
-    assert source._windows_cached(6000, starts, length, step)
+    assert source._windows_cached(6000, len(starts), length, step)
     direct = windowed.window_features(data[[1, 0], 6000:654_000], 100.0, starts, length, features)
     for name in features:
         np.testing.assert_allclose(cached[name], direct[name], rtol=1e-9, atol=1e-12, err_msg=name)

@@ -366,6 +366,22 @@ def test_a_bug_in_a_tool_is_reported_not_raised(montage, monkeypatch):
     assert "secret" not in message and "/data" not in message
 
 
+def test_a_long_list_of_unknown_channels_is_not_repeated_whole(montage):
+    assert _error(run("compute_psd", channels=["nope", "nada"]), ErrorCode.UNKNOWN_CHANNEL).startswith(
+        "None of the requested channels exist in this recording: ['nope', 'nada']. Available channels: Fp1, Fp2")
+    for tool_name in ("compute_psd", "compute_windowed_features"):
+        message = _error(run(tool_name, channels=["nope"] * 20000 + ["x" * 5000]), ErrorCode.UNKNOWN_CHANNEL)
+        assert len(message) < 1000 and "'nope', …] (20001 names)" in message
+
+
+def test_a_long_record_id_is_not_echoed_whole():
+    from tools_app import call_tool as call
+
+    result = call("/x.edf", "compute_psd", {"record_id": "EEG_" * 10000}, record_id=RECORD_ID)
+    assert result["record_id"] == "EEG_" * 25 + "…" and len(result["error"]) < 500
+    assert result["error_code"] == ErrorCode.UNKNOWN_RECORD
+
+
 def test_unknown_arguments_are_ignored_and_null_means_omitted(montage):
     assert run("compute_psd", channels=["O1"], tmin=None, colour="blue") == run("compute_psd", channels=["O1"])
 

@@ -60,6 +60,8 @@ _COMPUTE_SAMPLES = 1 << 17
 #: whole-channel FFT per read), read in chunks of at most this many samples (one for most
 #: recordings).
 _READ_SAMPLES = 1 << 23
+#: Windows' segment band integrals are summed this many segments (all windows together) at a time.
+_GATHERED_SEGMENTS = 1 << 18
 #: Unit rows are pooled into blocks this many blocks at a time.
 _BLOCKS_PER_POOL = 16
 #: Channels are built by this many threads at once (numpy releases the GIL).
@@ -703,8 +705,11 @@ class RecordSegments:
             windowed-feature bands.
         """
         cached = self.channel(pick)
-        index = first_units[:, np.newaxis] + np.arange(n_segments)
-        return cached.segment_bands[index].sum(axis=1) / n_segments
+        per_batch = max(1, _GATHERED_SEGMENTS // n_segments)  # bounds the memory of the gathered integrals
+        return np.concatenate([
+            cached.segment_bands[first_units[first : first + per_batch, np.newaxis] + np.arange(n_segments)].sum(axis=1)
+            for first in range(0, len(first_units), per_batch)
+        ]) / n_segments
 
     def psd_sum(self, pick, start, n_segments):
         """Return the summed periodogram of ``n_segments`` segments from sample ``start``.

@@ -46,6 +46,10 @@ ALPHA_RANGE = (8.0, 13.0)
 _SEGMENTS_PER_BATCH = 512
 
 
+#: Tapers of the official "multitaper" estimate.
+MULTITAPER_TAPERS = 7
+
+
 def welch_nperseg(sfreq, n_times):
     """Return the official Welch segment length, ``min(int(2 * sfreq), n_times)`` samples."""
     return min(int(sfreq * 2), int(n_times))
@@ -195,7 +199,7 @@ def official_multitaper_psd(data, sfreq, *, nperseg=None):
     n_times = data.shape[-1]
     if nperseg is None:
         nperseg = welch_nperseg(sfreq, n_times)
-    tapers = dpss(n_times, 4, Kmax=7)
+    tapers = dpss(n_times, 4, Kmax=MULTITAPER_TAPERS)
     total = np.zeros(data.shape[:-1] + (nperseg // 2 + 1,))
     for taper in tapers:
         total += welch_psd(data * taper, sfreq, nperseg=nperseg)[1]

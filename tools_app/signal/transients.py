@@ -47,6 +47,22 @@ def bandpass(data, sfreq):
     return sosfiltfilt(sos, data, axis=-1)
 
 
+def count_above(filtered, *, min_amplitude_uv):
+    """Return how many samples of ``filtered`` reach the threshold in either polarity.
+
+    A bound on what :func:`find_candidates` must keep at least 70 ms apart, its costly step:
+    at most every other such sample is a local maximum of ``filtered`` or of its negation.
+
+    Parameters
+    ----------
+    filtered : ndarray, shape (n_times,), V
+    min_amplitude_uv : float
+        ≤ 0 counts every sample.
+    """
+    height = _height(min_amplitude_uv)
+    return len(filtered) if height is None else int(np.count_nonzero(np.abs(filtered) >= height))
+
+
 def _height(min_amplitude_uv):
     threshold_v = min_amplitude_uv * 1e-6
     return threshold_v if threshold_v > 0 else None

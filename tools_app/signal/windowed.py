@@ -74,6 +74,13 @@ def window_starts(n_times, window_samples, step_samples):
     return starts, window_samples
 
 
+def window_count(n_times, window_samples, step_samples):
+    """Return how many windows :func:`window_starts` gives, and their length, without listing them."""
+    if n_times < window_samples:
+        return 1, n_times
+    return (n_times - window_samples) // step_samples + 1, window_samples
+
+
 def ordered(features):
     """Return the requested feature names in output order (unknown names dropped)."""
     requested = set(features)
