@@ -328,6 +328,11 @@ if not re.fullmatch(r"[1-9][0-9]*/(s|sec|second|m|min|minute|h|hour|d|day)", EEG
 EEGAB_ENV_MAX_BODY_BYTES = env_int("EEGAB_ENV_MAX_BODY_BYTES", 64 * 1024, minimum=1024)
 EEGAB_ENV_IDLE_SEC = env_number("EEGAB_ENV_IDLE_SEC", 30 * 60, minimum=1.0)
 
+# How long a tool call made by a web request (the environment API, /play/) may run before it is stopped
+# and answered with the timeout error (tools_app.processes.call_for_request). A turn makes up to three calls,
+# so three times this must stay well below gunicorn's --timeout (60 s, docs/deploy.md).
+EEGAB_TOOL_DEADLINE_SEC = env_number("EEGAB_TOOL_DEADLINE_SEC", 10.0, minimum=0.1)
+
 # The environment variables a run may name as its model's API key (Run.api_key_env): the
 # providers' usual names. A setting of the platform itself (SECRET_KEY, DATABASE_URL, REDIS_URL,
 # DJANGO_*, EEGAB_*) is refused whatever this lists (runs.services.check_key_env).

@@ -22,6 +22,8 @@ class ErrorCode(StrEnum):
     """A missing, mistyped or non-finite argument, an inverted or too-short window, ..."""
     OUTPUT_TOO_LARGE = "output_too_large"
     """The result would exceed the output budget; nothing was computed."""
+    TIMEOUT = "timeout"
+    """The call outlasted the deadline of the server that made it (a web request's) and was stopped."""
     INTERNAL_ERROR = "internal_error"
     """A bug in the tool; the request may be fine. Never used for a bad request."""
 

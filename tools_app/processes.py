@@ -8,6 +8,10 @@ turns. A call gives exactly what :func:`tools_app.call_tool` gives in the proces
 the place it is computed changes (and the header tools, which read no samples, stay here). Each recording is given to one process, the first time it is
 called on, and keeps going there, so a recording is opened, and its statistics mapped and
 checked (``tools_app.signal.stored``), once.
+
+A call can also be given a deadline: a call still running then is stopped by ending its
+process (a thread cannot be stopped), and answers the ``timeout`` error object. A web request
+makes its calls so (:func:`request_tool_processes`), below the server's worker timeout.
 """
 from __future__ import annotations
 
@@ -28,6 +32,19 @@ HEADER_TOOLS = frozenset({"get_recording_info", "get_channel_list"})
 
 class ToolProcessLost(RuntimeError):
     """A tool process ended while a call was made there (killed, or out of memory)."""
+
+
+def timed_out(tool_name, arguments, *, record_id=None, deadline):
+    """Return the error object of a call stopped at its deadline, as ``call_tool`` shapes errors."""
+    from tools_app.errors import ErrorCode, ToolError
+    from tools_app.registry import echoed_record_id
+
+    return ToolError(
+        ErrorCode.TIMEOUT,
+        f"Tool {tool_name} took longer than the {deadline:g} s a call may take here and was stopped; nothing was "
+        f"returned. Rescope to fit, e.g.: use fewer channels or a shorter time range via tmin/tmax. Then call again.",
+        deadline_sec=deadline,
+    ).to_result(echoed_record_id(arguments, record_id))
 
 
 @dataclass
@@ -75,11 +92,15 @@ class ToolProcesses:
         self._assigned: dict[str, int] = {}
         self._assigning = threading.Lock()
 
-    def call(self, path: Path | str, tool_name: str, arguments: dict, **options) -> dict:
+    def call(self, path: Path | str, tool_name: str, arguments: dict, *, timeout: float | None = None,
+             **options) -> dict:
         """:func:`tools_app.call_tool` in the recording's process; waits for its result (raises what it raises).
 
         The header tools (``HEADER_TOOLS``) are called in this process; the first call on a
         recording, which is usually one, has its process get the recording's statistics ready.
+        With a ``timeout`` (s), a call without a result by then ends its process, which has
+        to be replaced (:meth:`alive` is false), and answers the error object of
+        :func:`timed_out`.
         """
         key = str(path)
         with self._assigning:
@@ -98,6 +119,10 @@ class ToolProcesses:
         with child.calling:
             try:
                 child.send(("call", key, tool_name, arguments, options))
+                if timeout is not None and not child.connection.poll(timeout):
+                    child.process.kill()
+                    child.process.join()
+                    return timed_out(tool_name, arguments, record_id=options.get("record_id"), deadline=timeout)
                 succeeded, value = child.connection.recv()
             except (EOFError, OSError) as exc:
                 raise ToolProcessLost(
@@ -136,9 +161,29 @@ class ToolProcesses:
         self.close()
 
 
-_shared: ToolProcesses | None = None
-_shared_pid: int | None = None
-_sharing = threading.Lock()
+class _PerProcess:
+    """One :class:`ToolProcesses` of a process: forked on first use, kept until the process exits,
+    forked again when one of its processes has ended (or when asked for in a forked child)."""
+
+    def __init__(self, processes: int | None = None):
+        self.processes = processes
+        self.pool: ToolProcesses | None = None
+        self.pid: int | None = None
+        self.lock = threading.Lock()
+
+    def get(self) -> ToolProcesses:
+        with self.lock:
+            if self.pool is not None and self.pid == os.getpid() and self.pool.alive():
+                return self.pool
+            if self.pool is not None and self.pid == os.getpid():
+                self.pool.close()
+            self.pool, self.pid = ToolProcesses(self.processes), os.getpid()
+            atexit.register(self.pool.close)
+            return self.pool
+
+
+_shared = _PerProcess()
+_for_requests = _PerProcess(processes=1)
 
 
 def shared_tool_processes() -> ToolProcesses:
@@ -148,15 +193,27 @@ def shared_tool_processes() -> ToolProcesses:
     that plays several runs one after another keeps the same ones; they are forked again if one
     has ended. Call it from the thread that starts the episode threads, before it starts them.
     """
-    global _shared, _shared_pid
-    with _sharing:
-        if _shared is not None and _shared_pid == os.getpid() and _shared.alive():
-            return _shared
-        if _shared is not None and _shared_pid == os.getpid():
-            _shared.close()
-        _shared, _shared_pid = ToolProcesses(), os.getpid()
-        atexit.register(_shared.close)
-        return _shared
+    return _shared.get()
+
+
+def request_tool_processes() -> ToolProcesses:
+    """The one tool process of a web server's worker, in which its requests make their tool calls.
+
+    A worker serves one request at a time, so one process is enough; a call stopped at its
+    deadline ends it, and the next request forks another (tens of milliseconds; the recording
+    is opened and its kept statistics mapped again there). It is kept apart from
+    :func:`shared_tool_processes`, whose calls a stopped call must not end.
+    """
+    return _for_requests.get()
+
+
+def call_for_request(path: Path | str, tool_name: str, arguments: dict, **options) -> dict:
+    """:func:`tools_app.call_tool` as a web request makes it: in the worker's tool process, stopped at
+    ``settings.EEGAB_TOOL_DEADLINE_SEC``, then answered with the ``timeout`` error object."""
+    from django.conf import settings
+
+    return request_tool_processes().call(path, tool_name, arguments, timeout=settings.EEGAB_TOOL_DEADLINE_SEC,
+                                         **options)
 
 
 def _serve(connection: Connection, creators_ends: list[Connection]) -> None:

@@ -49,13 +49,14 @@ from runs.episode.engine import (
 )
 from runs.episode.limits import EpisodeLimits
 from runs.episode.loop import Outcome, ToolBug
-from runs.episode.opening import allowed_tool_names, run_wording, spec_name
+from runs.episode.opening import allowed_tool_names, episode_tools, run_wording, spec_name
 from runs.episode.transcript import step_messages
 from runs.model.reply import Reply
 from runs.models import FINISHED, EnvironmentToken, Episode, Run, Status, Step, default_decoding_settings
 from runs.redaction import public_error
 from runs.services import create_run, finish_run
 from runs.signals import episodes_ended
+from tools_app.processes import call_for_request
 
 EXTERNAL_FAMILY = "external"
 HUMAN_FAMILY = "human"
@@ -326,6 +327,8 @@ def take_action(*, episode: Episode, action: dict) -> ActionResult:
         raise Conflict(f"Episode {episode_id} no longer exists.")
     _claim_turn(episode)
     loop = resume_episode(episode, agent=ExternalAgent())
+    # In a request, below the server's worker timeout: a call past its deadline is stopped and is the step's result.
+    loop.tool_runner = episode_tools(episode, call=call_for_request)
     first_new = loop.n_steps
     try:
         try:

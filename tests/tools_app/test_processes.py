@@ -154,3 +154,31 @@ def test_a_first_header_call_has_the_recording_process_ready_its_statistics_with
     finally:
         stored.configure(previous)
         clear_recording_cache()
+
+
+def test_a_call_past_its_deadline_ends_its_process_and_answers_the_timeout_error(recording, monkeypatch):
+    import time
+
+    from tools_app import tool_specs
+    from tools_app.registry import REGISTRY
+
+    def stuck(*args, **kwargs):
+        time.sleep(600)
+
+    tool_specs()
+    spec = REGISTRY["compute_temporal_features"]
+    monkeypatch.setitem(REGISTRY, "compute_temporal_features", type(spec)(**{**spec.__dict__, "function": stuck}))
+    with ToolProcesses(1) as pool:  # forked with the stuck tool
+        pid = pool.pids()[0]
+        within = pool.call(recording, "compute_band_power", {"record_id": "r"}, record_id="r", timeout=60)
+        assert within == call_tool(recording, "compute_band_power", {"record_id": "r"}, record_id="r")
+        stopped = pool.call(recording, "compute_temporal_features", {"record_id": "r" * 300}, timeout=0.3)
+        assert not _running(pid) and not pool.alive()
+    assert stopped == {
+        "record_id": "r" * 100 + "…",
+        "error": "Tool compute_temporal_features took longer than the 0.3 s a call may take here and was stopped; "
+                 "nothing was returned. Rescope to fit, e.g.: use fewer channels or a shorter time range via "
+                 "tmin/tmax. Then call again.",
+        "error_code": "timeout",
+        "deadline_sec": 0.3,
+    }

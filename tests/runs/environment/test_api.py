@@ -291,7 +291,7 @@ def test_a_tool_that_raises_fails_the_episode_as_a_tool_bug_telling_what_the_too
     def broken(instance, tool_name, arguments):
         raise ZeroDivisionError("division by zero")
 
-    monkeypatch.setattr(engine, "episode_tools", lambda episode: broken)
+    monkeypatch.setattr(environment, "episode_tools", lambda episode, call: broken)
     call = {"action": "tool_call", "tool_name": "compute_psd", "arguments": {"record_id": started["record_id"]}}
     done = act(client, started["episode"], call).data
 
@@ -354,7 +354,7 @@ def test_an_action_under_way_when_its_episode_is_restarted_writes_nothing(suite,
         reset_episode_for_retry(episode=episode)  # its lease lapsed: resume_run made it pending as attempt 2
         return {"_meta": {}, "record_id": arguments["record_id"]}
 
-    monkeypatch.setattr(engine, "episode_tools", lambda episode: tool_while_the_episode_is_restarted)
+    monkeypatch.setattr(environment, "episode_tools", lambda episode, call: tool_while_the_episode_is_restarted)
     call = {"action": "tool_call", "tool_name": "get_recording_info", "arguments": {"record_id": "x"}}
     reply = act(client, episode.pk, call)
 
