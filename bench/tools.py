@@ -20,7 +20,14 @@ official one (numbers within a relative 1e-9). The processor time (user and syst
 threads) is printed too: unlike the wall time it depends little on what else the machine is
 running, and it adds up the work of our two cache-building threads even where they overlap.
 
-Run: ``python bench/tools.py`` (``--only ours`` to skip the slow official replay).
+Then, in another fresh process, it makes an attacker's calls (``hostile_calls``: huge caps,
+zero thresholds, tiny or overlapping windows, many repeated channels, whole-record ranges off
+the second grid, extreme numbers) on both recordings and prints the slowest call of each tool
+on each, with its answer: every call must be answered within 2 s, or refused with an error
+code and how to rescope (``tools_app.budget``, ``tools_app.workload``).
+
+Run: ``python bench/tools.py`` (``--only ours`` to skip the slow official replay, ``--only
+hostile`` for the attacker's calls alone).
 """
 import argparse
 import json
@@ -206,6 +213,66 @@ def chb_script():
 SCRIPTS = {"chb": (CHB_EDF, CHB_ID, chb_script), "sleep": (SLEEP_EDF, SLEEP_ID, sleep_script)}
 
 
+def hostile_calls(names, duration):
+    """An attacker's calls on a recording with channels ``names``, ``duration`` s long.
+
+    Every call is one the tool's schema accepts: huge caps, zero and extreme thresholds, tiny
+    and huge windows and steps, many repeated channels, whole-record ranges off the second
+    grid, extreme numbers. Each must be answered within 2 s, or refused with a way to rescope.
+    """
+    one, repeated = names[:1], names * 30
+    off_grid = 0.013  # a window that starts between two seconds is not pooled from kept statistics
+    calls = [
+        ("get_recording_info", {"padding": "x" * 60000}),
+        ("get_channel_list", {}),
+        ("compute_noise_metrics", {}),
+        ("compute_noise_metrics", {"channels": names * 3, "line_freq": 1e308}),
+        ("compute_noise_metrics", {"channels": names * 2000}),
+        ("compute_noise_metrics", {"channels": ["nope"] * 20000}),
+    ]
+    for tool in ("compute_psd", "compute_band_power", "compute_temporal_features"):
+        calls += [
+            (tool, {}),
+            (tool, {"tmin": off_grid}),
+            (tool, {"tmin": off_grid, "channels": names * 3}),
+            (tool, {"tmin": off_grid, "tmax": 1e300, "channels": one * 50}),
+            (tool, {"tmin": off_grid, "tmax": duration / 4, "channels": one}),
+            (tool, {"tmin": 1e-9, "tmax": duration, "channels": repeated}),
+        ]
+    calls += [
+        ("compute_psd", {"fmin": -1e308, "fmax": 1e308, "tmin": off_grid}),
+        ("compute_psd", {"method": "multitaper"}),
+        ("compute_psd", {"method": "multitaper", "tmax": 4096, "channels": one}),
+        ("compute_psd", {"method": "multitaper", "tmin": off_grid, "tmax": 900, "channels": names * 3}),
+        ("detect_transients", {}),
+        ("detect_transients", {"min_amplitude_uv": 0, "max_candidates_per_channel": 10**12}),
+        ("detect_transients", {"min_amplitude_uv": -1e308, "max_candidates_per_channel": 10**12, "channels": one}),
+        ("detect_transients", {"min_amplitude_uv": 1e-9, "max_candidates_per_channel": 10**12, "channels": one,
+                               "tmax": duration / 8}),
+        ("detect_transients", {"min_amplitude_uv": 0, "max_candidates_per_channel": 10**12, "channels": names * 2,
+                               "tmin": off_grid, "tmax": 3600}),
+        ("detect_transients", {"min_amplitude_uv": 1e308, "channels": repeated}),
+        ("compute_asymmetry", {}),
+        ("compute_asymmetry", {"feature": "all", "tmin": off_grid}),
+        ("compute_channel_correlation", {}),
+        ("compute_channel_correlation", {"tmin": off_grid}),
+        ("compute_channel_correlation", {"channels": (names * 5)[:29], "tmin": off_grid}),
+        ("compute_channel_correlation", {"channels": names * 30}),
+        ("compute_windowed_features", {"window_sec": 0.04, "step_sec": 0.01}),
+        ("compute_windowed_features", {"channels": one, "features": ["rms_uv"], "window_sec": 1e-300, "step_sec": 1e-300}),
+        ("compute_windowed_features", {"channels": one, "features": ["rms_uv"], "window_sec": duration, "step_sec": 1}),
+        ("compute_windowed_features", {"channels": names, "features": ["kurtosis"], "window_sec": 1e9, "tmin": off_grid}),
+        ("compute_windowed_features", {"channels": one, "features": ["kurtosis", "zero_crossing_rate_hz", "delta_power"],
+                                       "window_sec": 3000.013, "step_sec": 20}),
+        ("compute_windowed_features", {"channels": one, "features": ["delta_power", "zero_crossing_rate_hz"],
+                                       "window_sec": duration / 2, "step_sec": 1, "tmax": duration / 2 + 400}),
+        ("compute_windowed_features", {"channels": repeated, "features": ["rms_uv"], "window_sec": 1e9}),
+        ("compute_windowed_features", {"channels": one, "features": ["nope"] * 20000 + ["sigma_power"],
+                                       "window_sec": 120, "step_sec": 0.5, "tmax": 360}),
+    ]
+    return calls
+
+
 # ---------------------------------------------------------------------- one replay (child process)
 
 def _runner(approach):
@@ -247,6 +314,39 @@ def replay(approach):
     return replays
 
 
+def replay_hostile():
+    """Run every recording's hostile calls with our tools; return each call's latencies and answer."""
+    from tools_app import call_tool, tool_specs
+
+    tool_specs()
+    replays = {}
+    for recording, (path, record_id, _) in SCRIPTS.items():
+        info = call_tool(path, "get_recording_info", {"record_id": record_id}, record_id=record_id)
+        call_tool(path, "compute_noise_metrics", {"record_id": record_id}, record_id=record_id)  # statistics mapped
+        calls = []
+        for name, arguments in hostile_calls(info["channel_names"], info["duration_sec"]):
+            begin, begin_cpu = time.perf_counter(), time.process_time()
+            result = call_tool(path, name, {"record_id": record_id, **arguments}, record_id=record_id)
+            calls.append({
+                "tool": name,
+                "arguments": _summary(arguments),
+                "wall": time.perf_counter() - begin,
+                "cpu": time.process_time() - begin_cpu,
+                "answer": result.get("error_code", "result"),
+                "tokens": len(json.dumps(result, default=str)) // 4,
+            })
+        replays[recording] = calls
+    return replays
+
+
+def _summary(arguments):
+    """The arguments of a call, long values shortened, for the report."""
+    def short(value):
+        text = json.dumps(value)
+        return value if len(text) <= 24 else f"{text[:16]}...({len(value) if isinstance(value, list | str) else ''})"
+    return {key: short(value) for key, value in arguments.items()}
+
+
 def peak_rss_mb():
     """This process's peak resident memory, MB.
 
@@ -263,7 +363,7 @@ def peak_rss_mb():
 
 def _child(approach, output):
     sys.path.insert(0, str(ROOT))
-    Path(output).write_text(json.dumps(replay(approach)))
+    Path(output).write_text(json.dumps(replay_hostile() if approach == "hostile" else replay(approach)))
 
 
 STATS_DIR = OUT / "record-stats-tools"
@@ -372,9 +472,33 @@ def report(runs):
     return "\n".join(lines)
 
 
+#: Every hostile call must be answered within this, s.
+HOSTILE_TARGET_SEC = 2.0
+
+
+def report_hostile(replays):
+    """The slowest hostile call of each tool on each recording, and the target."""
+    lines = ["\nhostile calls: the slowest of each tool (wall and processor time; the answer: result or error code)"]
+    slowest = 0.0
+    largest = max(call["tokens"] for calls in replays.values() for call in calls)
+    for recording, calls in replays.items():
+        lines.append(f"  {recording}: {len(calls)} calls, "
+                     f"{sum(call['answer'] != 'result' for call in calls)} refused")
+        for tool in dict.fromkeys(call["tool"] for call in calls):
+            worst = max((call for call in calls if call["tool"] == tool), key=lambda call: call["wall"])
+            slowest = max(slowest, worst["wall"])
+            lines.append(f"    {tool:28} {_milliseconds(worst['wall'])}  cpu {_milliseconds(worst['cpu'])}  "
+                         f"{worst['answer']:17} ~{worst['tokens']:5} tokens  {worst['arguments']}")
+    met = slowest < HOSTILE_TARGET_SEC
+    lines.append(f"targets: every hostile call within {HOSTILE_TARGET_SEC:g} s: {'met' if met else 'MISSED'} "
+                 f"(slowest {slowest:.2f} s); every answer within the 8000-token output budget: "
+                 f"{'met' if largest <= 8000 else 'MISSED'} (largest ~{largest} tokens)")
+    return "\n".join(lines)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", choices=("ours", "both"), default="both")
+    parser.add_argument("--only", choices=("ours", "both", "hostile"), default="both")
     parser.add_argument("--child", nargs=2, metavar=("APPROACH", "OUTPUT"), help=argparse.SUPPRESS)
     options = parser.parse_args(argv)
     if options.child:
@@ -386,10 +510,13 @@ def main(argv=None):
             make(path)
             print(f"wrote {path.relative_to(ROOT)} ({path.stat().st_size / 1e6:.0f} MB) in {time.perf_counter() - started:.0f} s")
     shutil.rmtree(STATS_DIR, ignore_errors=True)
-    runs = {"ours_computing": _run_child("ours", "ours-computing"), "ours": _run_child("ours")}
-    if options.only == "both":
-        runs["official"] = _run_child("official")
-    print(report(runs))
+    runs = {"ours_computing": _run_child("ours", "ours-computing")}
+    if options.only != "hostile":
+        runs["ours"] = _run_child("ours")
+        if options.only == "both":
+            runs["official"] = _run_child("official")
+        print(report(runs))
+    print(report_hostile(_run_child("hostile")))
 
 
 if __name__ == "__main__":
