@@ -1,17 +1,29 @@
-"""Who may see what of an episode while it runs.
+"""Who may see what of an episode, an instance and a run's scores: the one place the site's rules live.
 
 An agent may look at this site (a model with web access, or an agent on the environment API), so
 nothing of an episode that has not ended reaches a visitor who is not staff: no page, step, signal,
 search hit, comparison or API detail of it. Once it has ended (completed, failed or cancelled) its
-trajectory is public like any other; its reference is shown as ``EEGAB_PUBLIC_REFERENCES`` says. A
-failed episode that is run again starts afresh: the retry deletes the attempt that was visible.
+trajectory is public like any other, on a suite whose references are public; its reference and
+score are shown as ``EEGAB_PUBLIC_REFERENCES`` says. A failed episode that is run again starts
+afresh: the retry deletes the attempt that was visible.
+
+A suite whose references are held out (``Suite.references``) shows anyone but staff its runs'
+run-level results only: no episode, step, signal, instance list, per-episode or per-instance
+score or prediction, and a run's scores only once the run has ended (while it runs, each change
+of its scores would tell its agent whether the answer it just gave was right).
 """
+from django.conf import settings
 from django.db.models import Q, QuerySet
 from django.http import Http404, HttpRequest
 
+from benchmark.models import Suite
 from runs.models import Status
 
 ENDED = (Status.COMPLETED, Status.FAILED, Status.CANCELLED)
+HELD_OUT_NOTE = (
+    "This suite's references are held out: its episodes, instances and per-item scores are not shown, "
+    "and a run's scores only once it has ended."
+)
 
 
 def is_staff(request: HttpRequest) -> bool:
@@ -23,15 +35,33 @@ def has_ended(episode) -> bool:
     return episode.status in ENDED
 
 
+def shows_items(request: HttpRequest, suite: Suite | None) -> bool:
+    """Whether this visitor may see ``suite``'s ended episodes, instances and per-item results (None: no suite)."""
+    return is_staff(request) or suite is None or not suite.is_held_out
+
+
+def shows_references(request: HttpRequest, suite: Suite | None = None) -> bool:
+    """Whether this visitor may see references and per-episode scores: staff always, others on public suites
+    as ``EEGAB_PUBLIC_REFERENCES`` says."""
+    return is_staff(request) or (shows_items(request, suite) and settings.EEGAB_PUBLIC_REFERENCES)
+
+
+def shows_run_scores(request: HttpRequest, run) -> bool:
+    """Whether this visitor may see ``run``'s scores: on a held-out suite, only once the run has ended."""
+    return shows_items(request, run.suite) or run.status in ENDED
+
+
 def visible_episode(request: HttpRequest, episode):
-    """``episode`` if this visitor may see it; a 404 for a visitor while it has not ended."""
-    if not is_staff(request) and not has_ended(episode):
+    """``episode`` if this visitor may see it; a 404 for a visitor while it has not ended, or on a held-out suite."""
+    if not is_staff(request) and not (has_ended(episode) and shows_items(request, episode.run.suite)):
         raise Http404("No such episode.")  # the same answer as for an episode that does not exist
     return episode
 
 
 def visible_episodes(request: HttpRequest, episodes: QuerySet, *, prefix: str = "") -> QuerySet:
-    """``episodes`` without those a visitor may not see yet (``prefix``: the lookup to the episode)."""
+    """``episodes`` without those a visitor may not see (``prefix``: the lookup to the episode)."""
     if is_staff(request):
         return episodes
-    return episodes.filter(Q(**{f"{prefix}status__in": ENDED}))
+    return episodes.filter(
+        Q(**{f"{prefix}status__in": ENDED}) & ~Q(**{f"{prefix}run__suite__references": Suite.References.HELD_OUT})
+    )

@@ -20,6 +20,7 @@ from django.views.decorators.http import require_POST, require_safe
 
 from benchmark.models import Suite
 from leaderboard import play, views
+from leaderboard.access import HELD_OUT_NOTE, shows_items
 from runs.environment import service as environment
 from runs.environment.bodies import json_body
 from runs.models import Episode, Status, Step
@@ -50,6 +51,7 @@ def index(request: HttpRequest) -> HttpResponse:
         "suites": [{"suite": suite, "tasks": play.task_progress(request.user, suite)} for suite in suites],
         "unfinished": episodes.filter(status=Status.RUNNING),
         "finished": episodes.filter(status__in=play.ENDED)[:50],
+        "held_out_note": HELD_OUT_NOTE,
     })
 
 
@@ -78,7 +80,7 @@ def episode(request: HttpRequest, pk: int) -> HttpResponse:
     """
     episode = play.own_episode(request.user, pk)
     if episode.status != Status.RUNNING:
-        return redirect("leaderboard:episode", pk=episode.pk)
+        return redirect(_ended_url(request, episode))
     offer = environment.started_episode(episode)
     facts = play.record_facts(episode)
     return render(request, "play/episode.html", {
@@ -154,8 +156,15 @@ def action(request: HttpRequest, pk: int, *, body: dict) -> JsonResponse:
         return JsonResponse({"detail": str(exc)}, status=exc.status)
     reply = outcome.to_dict()
     if outcome.done:
-        reply["episode_url"] = reverse("leaderboard:episode", args=[pk])
+        reply["episode_url"] = _ended_url(request, episode)
     return JsonResponse(reply)
+
+
+def _ended_url(request: HttpRequest, episode: Episode) -> str:
+    """Where a player goes once an episode has ended: its page, or the list of their episodes on a held-out suite."""
+    if shows_items(request, episode.run.suite):
+        return reverse("leaderboard:episode", args=[episode.pk])
+    return reverse("play:index") + "#finished"
 
 
 @require_POST

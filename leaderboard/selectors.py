@@ -33,6 +33,7 @@ from benchmark.scoring import PRIMARY_METRIC, SECONDARY_METRICS, TASK_IDS
 from benchmark.scoring.classification import INVALID, REFERENCE_CLASSES
 from benchmark.scoring.epochs import overall_over_epochs
 from leaderboard import stats
+from leaderboard.access import ENDED
 from leaderboard.comparability import Comparability, comparability
 from leaderboard.models import PublishedResult, RunSummary, ShortcutAudit
 from leaderboard.published import CITATION, PAPER_BOARD, parse_parameters
@@ -348,7 +349,10 @@ def _fresh_summaries(runs: Sequence[Run]) -> list[tuple[Run, RunSummary]]:
 
 
 def _board_data(name: str, *, details: bool) -> _BoardData:
-    """Everything a board shows, in four queries; ``details`` adds the per-instance rows and tool use."""
+    """Everything a board shows, in four queries; ``details`` adds the per-instance rows and tool use.
+
+    The board of a held-out suite shows runs that have ended only (``leaderboard.access``).
+    """
     suite = Suite.objects.select_related("release").filter(name=name).first()
     published = list(PublishedResult.objects.filter(board=name).select_related("model").order_by("position"))
     if suite is None and not published:
@@ -356,6 +360,8 @@ def _board_data(name: str, *, details: bool) -> _BoardData:
     runs: list[tuple[Run, RunSummary]] = []
     if suite is not None:
         queryset = Run.objects.filter(suite=suite).select_related("model", "leaderboard_summary").order_by("id")
+        if suite.is_held_out:
+            queryset = queryset.filter(status__in=ENDED)
         if not details:
             queryset = queryset.defer("leaderboard_summary__items", "leaderboard_summary__tool_use")
         runs = _fresh_summaries(list(queryset))
@@ -1051,9 +1057,9 @@ def task_list() -> QuerySet[Task]:
     return Task.objects.order_by("code")
 
 
-def instance_list(*, suite: str, task: str | None = None) -> QuerySet[Instance]:
-    """The instances of a suite in task and position order, with their task loaded."""
+def instance_list(*, suite: str, task: str | None = None, release_order: bool = True) -> QuerySet[Instance]:
+    """The instances of a suite by task, with their task loaded: in the release's order, else by record id."""
     queryset = Instance.objects.filter(suite__name=suite).select_related("task")
     if task:
         queryset = queryset.filter(task__code=task)
-    return queryset.order_by("task__code", "position", "id")
+    return queryset.order_by("task__code", "position" if release_order else "record_id", "id")

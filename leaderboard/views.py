@@ -26,7 +26,16 @@ from benchmark.models import Release, Task
 from benchmark.scoring import PRIMARY_METRIC, TASK_IDS
 from benchmark.scoring.epochs import T6_CORRECT_MACRO_F1, overall_over_epochs
 from leaderboard import charts, episode_charts, selectors
-from leaderboard.access import has_ended, is_staff, visible_episode, visible_episodes
+from leaderboard.access import (
+    HELD_OUT_NOTE,
+    has_ended,
+    is_staff,
+    shows_items,
+    shows_references,
+    shows_run_scores,
+    visible_episode,
+    visible_episodes,
+)
 from leaderboard.api.serializers import LeaderboardSerializer
 from leaderboard.comparability import comparability, how_called
 from leaderboard.forms import EpisodeFilterForm, NewRunForm, RunFilterForm
@@ -53,11 +62,6 @@ TABLE_ROWS_SHOWN = 2000
 EPISODE_RELATED = ("run__model", "run__suite__release", "instance__task", "instance__suite__release")
 
 Kind = Step.Kind
-
-
-def references_visible(request: HttpRequest) -> bool:
-    """Whether this visitor may see reference answers: always staff, others per EEGAB_PUBLIC_REFERENCES."""
-    return bool(settings.EEGAB_PUBLIC_REFERENCES or request.user.is_staff)
 
 
 # ── episode outcomes ─────────────────────────────────────────────────────────────────────────
@@ -274,10 +278,14 @@ def _confusion_figures(confusion: list[dict], labels: dict[str, str]) -> list[di
     ]
 
 
-def _task_figures(analysis: selectors.TaskAnalysis, labels: dict[str, str], *, audit_score: float | None = None) -> dict:
+def _task_figures(
+    analysis: selectors.TaskAnalysis, labels: dict[str, str], *, audit_score: float | None = None, items: bool = True
+) -> dict:
     """The figures of a task page; those that do not apply to the task are absent.
 
     ``audit_score``: the one-feature shortcut audit's score, a reference line on the scores chart.
+    Without ``items`` (a held-out suite, for anyone but staff) the breakdowns by reference class,
+    SNR and recording length are absent: they restate the answer key in aggregate.
     """
     primary = PRIMARY_METRIC[analysis.task]
     figures = {"scores": charts.task_scores_figure(
@@ -285,14 +293,16 @@ def _task_figures(analysis: selectors.TaskAnalysis, labels: dict[str, str], *, a
         metric=metric_name(primary),
         audit_score=audit_score,
     )}
-    if analysis.confusion:
-        figures["confusion"] = _confusion_figures(analysis.confusion, labels)
-    if analysis.snr is not None:
-        figures["snr"] = charts.snr_figure(analysis.snr, labels=labels)
     if analysis.miss_over_alarm is not None:
         figures["miss_over_alarm"] = charts.miss_over_alarm_figure(
             _chart_points(analysis.miss_over_alarm, labels, miss_rate="miss_rate", over_alarm_rate="over_alarm_rate")
         )
+    if not items:
+        return figures
+    if analysis.confusion:
+        figures["confusion"] = _confusion_figures(analysis.confusion, labels)
+    if analysis.snr is not None:
+        figures["snr"] = charts.snr_figure(analysis.snr, labels=labels)
     if analysis.duration_bins is not None:
         figures["duration_bins"] = charts.duration_bins_figure(analysis.duration_bins, labels=labels)
     return figures
@@ -321,6 +331,7 @@ def task(request: HttpRequest, code: str) -> HttpResponse:
     data = selectors.task_analysis(suite=suite, task=code) if suite else None
     labels = _labels_for(data.rows) if data else {}
     audit = selectors.shortcut_audits(suite=suite).get(code) if suite else None
+    items = shows_items(request, next((board.suite for board in listed if board.name == suite), None))
     return render(request, "leaderboard/task.html", {
         "nav": code,
         "task": task,
@@ -328,7 +339,10 @@ def task(request: HttpRequest, code: str) -> HttpResponse:
         "analysis": data,
         "rows": _by_task_score(data) if data else [],
         "labels": labels,
-        "figures": _task_figures(data, labels, audit_score=audit.best.get("score") if audit else None) if data else {},
+        "figures": _task_figures(data, labels, audit_score=audit.best.get("score") if audit else None,
+                                 items=items) if data else {},
+        "items_shown": items,
+        "held_out_note": HELD_OUT_NOTE,
         "audit": audit,
         "audit_label": charts.AUDIT_LINE_LABEL,
         "boards": listed,
@@ -533,7 +547,7 @@ def _other_episodes(request: HttpRequest, episode: Episode, *, limit: int):
 def episode(request: HttpRequest, pk: int) -> HttpResponse:
     """One trajectory: header, prompt, every turn (50 per page, details on demand) and the outcome."""
     episode = visible_episode(request, _episode(pk))
-    references = references_visible(request)
+    references = shows_references(request, episode.run.suite)
     page, steps = _steps_page(episode, request.GET.get("page"), staff=is_staff(request))
     return render(request, "leaderboard/episode.html", {
         "summary": _episode_summary(episode, references=references),
@@ -664,7 +678,8 @@ def step_signal(request: HttpRequest, step: Step) -> JsonResponse:
         "time_range": [start_sec, stop_sec],
         "notes": notes,
     })
-    response["Cache-Control"] = "public, max-age=3600"
+    # A shared cache may keep a visitor's window (decimated, of an ended episode), never staff's.
+    response["Cache-Control"] = "private, max-age=3600" if is_staff(request) else "public, max-age=3600"
     return response
 
 
@@ -706,7 +721,7 @@ def compare(request: HttpRequest) -> HttpResponse:
         error = (f"Episodes {first.pk} ({first.record_id}) and {second.pk} ({second.record_id}) are of different "
                  "instances: compare two episodes of one instance, e.g. two models on the same record.")
         return render(request, "leaderboard/compare.html", {"given": given, "error": error}, status=400)
-    references = references_visible(request)
+    references = shows_references(request, first.run.suite)
     sides = []
     for chosen in (first, second):
         if chosen is None:
@@ -858,14 +873,16 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """A run: live progress, its Overall, per-task metrics, and its episodes, filterable and searchable."""
     runs = Run.objects.select_related("model", "suite__release", "created_by").defer(*Release.unread("suite__release"))
     run = get_object_or_404(runs, pk=pk)
-    references = references_visible(request)
+    references = shows_references(request, run.suite)
     form = EpisodeFilterForm(request.GET or None, ended_by_choices=Episode.EndedBy.choices)
     if not references:
         form.fields["outcome"].choices = [
             choice for choice in form.fields["outcome"].choices if choice[0] not in ("correct", "wrong")
         ]
-    page = Paginator(_filtered_episodes(request, run, form), EPISODES_PER_PAGE).get_page(request.GET.get("page"))
-    summary = selectors.run_summary(run)
+    episodes = _filtered_episodes(request, run, form) if shows_items(request, run.suite) else Episode.objects.none()
+    page = Paginator(episodes, EPISODES_PER_PAGE).get_page(request.GET.get("page"))
+    scores_shown = shows_run_scores(request, run)
+    summary = selectors.run_summary(run) if scores_shown else None
     staff = is_staff(request)
     rows = [
         {
@@ -888,11 +905,14 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "called": how_called(run),
         "progress": run_progress_data(run),
         "baseline": is_baseline(run.model.provider_model),
-        **run_scores(summary),
+        **(run_scores(summary) if scores_shown else {"tasks": [], "unscored": [], "overall": None}),
+        "scores_shown": scores_shown,
+        "items_shown": shows_items(request, run.suite),
+        "held_out_note": HELD_OUT_NOTE,
         "no_worker": waiting_for_a_worker(run),
         "worker_command": WORKER_COMMAND,
         "t6_cut_off": T6_CORRECT_MACRO_F1,
-        "epochs": run_epochs(run, summary),
+        "epochs": run_epochs(run, summary) if scores_shown else None,
         "form": form,
         "page": page,
         "rows": rows,
@@ -932,7 +952,7 @@ def runs_list(request: HttpRequest) -> HttpResponse:
     page = Paginator(runs, RUNS_PER_PAGE).get_page(request.GET.get("page"))
     # Scores as they stand, as on the leaderboard: a stored summary when it is up to date (the
     # runs side keeps it so), else re-scored in memory; none for a run with no ended episode.
-    scored = [run for run in page.object_list if run.n_completed + run.n_failed]
+    scored = [run for run in page.object_list if run.n_completed + run.n_failed and shows_run_scores(request, run)]
     signatures = task_signatures(run_ids=[run.pk for run in scored])
     summaries = {
         run.pk: current_summary(run, stored=getattr(run, "leaderboard_summary", None), signatures=signatures[run.pk])
@@ -942,6 +962,7 @@ def runs_list(request: HttpRequest) -> HttpResponse:
         {
             "run": run,
             "score": listed_score(summaries.get(run.pk)),
+            "scores_held_back": not shows_run_scores(request, run),
             "ended": run.n_completed + run.n_failed + run.n_cancelled,
             "can_cancel": can_cancel(run),
             "can_resume": can_resume(run),

@@ -90,6 +90,10 @@ class LeaderboardRowSerializer(serializers.Serializer):
 
 class LeaderboardSerializer(serializers.Serializer):
     suite = serializers.CharField()
+    references = serializers.CharField(
+        source="suite_obj.references", allow_null=True, default=None,
+        help_text="public (its answer keys are published) or held-out; null for a board of published rows only.",
+    )
     is_synthetic = serializers.BooleanField()
     citation = serializers.CharField()
     families = serializers.ListField(child=serializers.CharField())

@@ -1,13 +1,14 @@
 """One read-only DRF view per endpoint: validate the query, call a selector, serialize.
 
 Permissions and throttles are the project defaults (``REST_FRAMEWORK`` in settings): anyone may
-read, nothing here writes. The suite's answer key (instance references) goes to staff only; an
-episode's score, which tells its reference, follows the pages' rule: staff always, visitors when
-``EEGAB_PUBLIC_REFERENCES`` is on.
+read, nothing here writes. What a visitor sees follows the pages' rules (``leaderboard.access``):
+the suite's answer key (instance references) goes to staff only; an episode's score, which tells
+its reference, to staff always and to visitors when ``EEGAB_PUBLIC_REFERENCES`` is on; a held-out
+suite's episodes, instances and per-item scores to staff only, its runs' scores once they have ended.
 """
 import re
 
-from django.conf import settings
+from django.http import Http404
 from django.urls import reverse
 from rest_framework.exceptions import NotFound
 from rest_framework.pagination import PageNumberPagination
@@ -15,8 +16,9 @@ from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
-from leaderboard.access import has_ended, is_staff
+from benchmark.models import Suite
 from leaderboard import selectors
+from leaderboard.access import is_staff, shows_items, shows_references, shows_run_scores, visible_episode
 from leaderboard.api import serializers
 from leaderboard.api.base import Endpoint, view_description
 from runs.models import Episode, Run
@@ -43,12 +45,11 @@ def _paginated(view: APIView, queryset, serializer_class, **context) -> Response
     return paginator.get_paginated_response(serializer_class(page, many=True, context=context).data)
 
 
-def _is_staff(request) -> bool:
-    return is_staff(request)
-
-
-def _scores_visible(request) -> bool:
-    return _is_staff(request) or bool(getattr(settings, "EEGAB_PUBLIC_REFERENCES", False))
+#: What a run's detail gives in place of its scores while they are held back (a held-out suite's running run).
+SCORES_HELD_BACK = {
+    "overall": None, "overall_ci": None, "overall_official": False, "metrics": {}, "official": {},
+    "overall_sd": None, "overall_epochs": None, "epoch_stats": {}, "tasks": [],
+}
 
 
 class ApiRootView(Endpoint):
@@ -93,7 +94,7 @@ class LeaderboardView(Endpoint):
         except selectors.UnknownBoard as exc:
             raise NotFound(str(exc)) from None
         return Response({**serializers.LeaderboardSerializer(board).data,
-                         "one_feature_audit": selectors.audit_json(board.audits, rules=_is_staff(request))})
+                         "one_feature_audit": selectors.audit_json(board.audits, rules=is_staff(request))})
 
 
 class RunListView(Endpoint):
@@ -105,15 +106,26 @@ class RunListView(Endpoint):
 
 
 class RunDetailView(Endpoint):
-    """``GET /api/runs/<id>/``: the run, its scores and every episode."""
+    """``GET /api/runs/<id>/``: the run, its scores and every episode.
+
+    On a held-out suite a visitor gets no episode (``episodes_hidden``) and, while the run has
+    not ended, no score (``scores_hidden``).
+    """
 
     def get(self, request, run_id: int):
         try:
-            detail = selectors.run_detail(run_id=run_id, staff=_is_staff(request))
+            detail = selectors.run_detail(run_id=run_id, staff=is_staff(request))
         except Run.DoesNotExist:
             raise NotFound(f"no run {run_id}") from None
-        context = {"scores_visible": _scores_visible(request), "staff": _is_staff(request)}
-        return Response(serializers.RunDetailSerializer(detail, context=context).data)
+        suite = detail.run.suite
+        if not shows_items(request, suite):
+            detail.episodes = []
+        context = {"scores_visible": shows_references(request, suite), "staff": is_staff(request)}
+        data = serializers.RunDetailSerializer(detail, context=context).data
+        scores_hidden = not shows_run_scores(request, detail.run)
+        if scores_hidden:
+            data.update(SCORES_HELD_BACK)
+        return Response({**data, "episodes_hidden": not shows_items(request, suite), "scores_hidden": scores_hidden})
 
 
 class EpisodeDetailView(Endpoint):
@@ -122,11 +134,11 @@ class EpisodeDetailView(Endpoint):
     def get(self, request, episode_id: int):
         try:
             detail = selectors.episode_detail(episode_id=episode_id)
-        except Episode.DoesNotExist:
+            visible_episode(request, detail.episode)
+        except (Episode.DoesNotExist, Http404):
+            # a running episode, or one of a held-out suite, is answered as if it did not exist
             raise NotFound(f"no episode {episode_id}") from None
-        if not _is_staff(request) and not has_ended(detail.episode):
-            raise NotFound(f"no episode {episode_id}")  # nothing of a running episode, as if it did not exist
-        context = {"scores_visible": _scores_visible(request), "staff": _is_staff(request)}
+        context = {"scores_visible": shows_references(request, detail.episode.run.suite), "staff": is_staff(request)}
         data = serializers.EpisodeDetailSerializer(detail, context=context).data
         return Response(data)
 
@@ -139,8 +151,17 @@ class TaskListView(Endpoint):
 
 
 class InstanceListView(Endpoint):
-    """``GET /api/instances/?suite=S[&task=Tn]``: references and other hidden fields for staff only."""
+    """``GET /api/instances/?suite=S[&task=Tn]``: references and other hidden fields for staff only.
+
+    Staff get them in the release's order; anyone else by record id (random), since the release's
+    order follows the labels in some tasks. A held-out suite's instances are listed to staff only.
+    """
 
     def get(self, request):
-        instances = selectors.instance_list(**_query(serializers.InstanceQuerySerializer, request))
-        return _paginated(self, instances, serializers.InstanceSerializer, include_hidden=_is_staff(request))
+        query = _query(serializers.InstanceQuerySerializer, request)
+        staff = is_staff(request)
+        suite = Suite.objects.filter(name=query["suite"]).first()
+        if suite is None or not shows_items(request, suite):
+            raise NotFound(f"no suite {query['suite']}")
+        instances = selectors.instance_list(**query, release_order=staff)
+        return _paginated(self, instances, serializers.InstanceSerializer, include_hidden=staff)

@@ -70,8 +70,10 @@ AGENT_SCORES = {
 }
 
 
-def agent_scores(episode: Episode) -> dict:
-    """The metric values of ``episode``'s score an agent may read."""
+def agent_scores(episode: Episode) -> dict | None:
+    """The metric values of ``episode``'s score an agent may read; None on a held-out suite (its answer was received)."""
+    if episode.instance.suite.is_held_out:
+        return None
     return {key: episode.scores[key] for key in AGENT_SCORES[episode.instance.task.code] if key in (episode.scores or {})}
 
 
@@ -285,6 +287,7 @@ class ActionResult:
                 "status": episode.status,
                 "ended_by": episode.ended_by,
                 "scores": agent_scores(episode),
+                "received": episode.final_answer is not None,
                 "prediction": episode.prediction,
                 "error_message": public_error(episode.error_message),
                 "usage": {"turns": episode.n_turns, "tool_calls": episode.n_tool_calls},

@@ -274,7 +274,8 @@ def test_reimporting_the_same_release_is_a_no_op(t1_release):
     assert not again.created and again.suite == first.suite
     assert (Release.objects.count(), Suite.objects.count(), Instance.objects.count()) == (1, 1, 38)
     assert list(again.suite.instances.order_by("position").values_list("record_id", flat=True)) == ids
-    assert run("import_release", str(t1_release)) == "Suite eegagentbench already holds this release; nothing imported.\n"
+    assert run("import_release", str(t1_release)) == (
+        "Suite eegagentbench already holds this release; nothing imported.\nIts references are public.\n")
 
 
 def test_a_changed_release_becomes_the_next_suite_version(t1_release):
