@@ -5,6 +5,8 @@ output, finds another run's ended episode of the same instance, whose page and A
 the reference. On a held-out suite every way to an episode, an instance or a per-item score is
 closed to anyone but staff, and a run's scores wait for its end.
 """
+import http.client
+
 import pytest
 from django.core.cache import cache
 from django.urls import reverse
@@ -20,6 +22,7 @@ from runs.queue import lifecycle
 from runs.services import create_run, finish_run
 from tests.leaderboard.test_play import make_player, start
 from tests.runs.demo_suite import import_demo
+from tests.served import gunicorn, served_database  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.django_db
 
@@ -192,3 +195,27 @@ def test_a_visitor_lists_a_public_suites_instances_in_no_release_order(client):
     by_position = list(Instance.objects.filter(suite__name="open", task__code="T3").order_by("position")
                        .values_list("record_id", flat=True))
     assert ids != by_position
+
+
+@pytest.mark.slow
+def test_the_served_site_keeps_a_held_out_suite_from_a_visitor(served_database, tmp_path):
+    """The attack replayed over HTTP against gunicorn with DEBUG off: 404 wherever an episode or instance was."""
+    suite = import_demo()
+    set_references(suite, "held-out")
+    earlier = play_heuristic(suite, ["T1"])
+    episode = earlier.episodes.first()
+    urls = {url: 404 for url in earlier_urls(earlier)[:12]}
+    urls |= {"/api/instances/?suite=demo": 404, f"/api/runs/{earlier.pk}/": 200, "/api/leaderboard/?suite=demo": 200}
+    log = tmp_path / "gunicorn.log"
+    answers = {}
+    with gunicorn(served_database, log=log) as address:
+        for url in urls:
+            connection = http.client.HTTPConnection(address, timeout=60)
+            connection.request("GET", url)
+            response = connection.getresponse()
+            answers[url] = (response.status, response.read().decode())
+            connection.close()
+    assert {url: status for url, (status, _) in answers.items()} == urls
+    run_detail = answers[f"/api/runs/{earlier.pk}/"][1]
+    assert '"episodes":[]' in run_detail and episode.instance.record_id not in run_detail
+    assert "Traceback" not in log.read_text()
