@@ -11,7 +11,12 @@ class RunAdmin(admin.ModelAdmin):
     list_select_related = ["model", "suite"]
     search_fields = ["name", "model__name", "model__provider_model", "suite__name"]
     raw_id_fields = ["created_by"]
+    # Where the worker sends a key, and which key, are set by the run form or the command line,
+    # which check them (runs.model.routing); the admin shows them only.
     readonly_fields = [
+        "api_base",
+        "api_key_env",
+        "created_by",
         "progress",
         "created_at",
         "prompt_tokens",

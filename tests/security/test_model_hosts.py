@@ -203,3 +203,20 @@ def test_a_form_run_whose_host_is_no_longer_listed_sends_nothing_when_played(
     with pytest.raises(ProviderError, match="resolves to a link-local"):
         agent.respond([{"role": "user", "content": "hi"}])
     assert sent == []
+
+
+def test_the_admin_cannot_change_where_a_run_sends_its_key(client, staff_user, suite):
+    """The admin's run page shows the API base, the key's variable and the creator, and a POST changes none."""
+    run = create_run(
+        suite=suite, model=ModelSpec.objects.create(name="m", provider_model="openai/m"), tasks=["T1"],
+        api_base="http://127.0.0.1:8000/v1", created_by=staff_user)
+    client.force_login(staff_user)
+    url = reverse("admin:runs_run_change", args=[run.pk])
+    page = client.get(url).content.decode()
+    assert 'name="api_base"' not in page and 'name="api_key_env"' not in page and "127.0.0.1:8000" in page
+    body = {"name": run.name, "model": run.model_id, "suite": suite.pk, "status": run.status, "source": run.source,
+            "api_base": "http://169.254.169.254/", "api_key_env": "AWS_SECRET_ACCESS_KEY", "settings": "{}",
+            "limits": "{}", "epochs": 1, "seed": 0}
+    client.post(url, body)
+    run.refresh_from_db()
+    assert (run.api_base, run.api_key_env, run.created_by) == ("http://127.0.0.1:8000/v1", "", staff_user)
