@@ -254,20 +254,25 @@ def download(request: HttpRequest, fmt: str) -> HttpResponse:
     return response
 
 
+def _wanted_board(request: HttpRequest) -> tuple[str | None, list]:
+    """The board ``?suite=`` names (None when it names none) and all boards; a 404 for a name no board has."""
+    listed = selectors.boards()
+    wanted = request.GET.get("suite")
+    if wanted and wanted not in {board.name for board in listed}:
+        raise Http404(f"No board is named {wanted!r}.")
+    return wanted or None, listed
+
+
 def _chosen_board(request: HttpRequest) -> tuple[str | None, list]:
-    """The board a task or analysis page shows, and all boards.
+    """The board a task page shows, and all boards.
 
     ``?suite=``, else the first listed board that has runs (the paper's when it has), else the first
     listed: a board without runs has none of the per-run analyses (tool use, SNR, confusion matrices).
     """
-    listed = selectors.boards()
-    names = [board.name for board in listed]
-    wanted = request.GET.get("suite")
-    if wanted and wanted not in names:
-        raise Http404(f"No board is named {wanted!r}.")
+    wanted, listed = _wanted_board(request)
     if wanted:
         return wanted, listed
-    return next((board.name for board in listed if board.n_runs), names[0] if names else None), listed
+    return next((board.name for board in listed if board.n_runs), listed[0].name if listed else None), listed
 
 
 def _confusion_figures(confusion: list[dict], labels: dict[str, str]) -> list[dict]:
@@ -350,18 +355,12 @@ def task(request: HttpRequest, code: str) -> HttpResponse:
     })
 
 
-@require_safe
-def analysis(request: HttpRequest) -> HttpResponse:
-    """Distributions, cost and scale against Overall, tool use and tokens of a board (paper Figs. 1, 4-6, Table 5)."""
-    suite, listed = _chosen_board(request)
-    if suite is None:
-        return render(request, "leaderboard/analysis.html", {"nav": "analysis", "analysis": None, "boards": listed})
-    data = selectors.analysis(suite=suite)
-    labels = _labels_for([_row_point(row) for row in data.rows])
+def _analysis_figures(data: selectors.Analysis, labels: dict[str, str]) -> dict:
+    """The analysis page's figures of a board, each an empty one (its sentence alone) when it has nothing to draw."""
     tool_use = data.tool_use
     unpriced = [{**_row_point(row), "overall": row.overall}
                 for row in data.rows if row.overall is not None and row.cost_paper_usd is None]
-    figures = {
+    return {
         "distributions": charts.box_plot_figure(
             {task: [{"label": labels[model["key"]], "score": model["score"]} for model in entry["models"]]
              for task, entry in data.distributions.items()},
@@ -392,13 +391,46 @@ def analysis(request: HttpRequest) -> HttpResponse:
             [labels[key] for key in data.rank_stability["keys"]], data.rank_stability["above"]
         ),
     }
+
+
+def _board_analysis(suite: str) -> dict:
+    """A board's analysis (``data``), chart labels and figures, and how many of its figures draw something."""
+    data = selectors.analysis(suite=suite)
+    labels = _labels_for([_row_point(row) for row in data.rows])
+    figures = _analysis_figures(data, labels)
+    return {"data": data, "labels": labels, "figures": figures,
+            "drawn": sum(not figure.get("empty") for figure in figures.values())}
+
+
+@require_safe
+def analysis(request: HttpRequest) -> HttpResponse:
+    """Distributions, cost and scale against Overall, tool use and tokens of a board (paper Figs. 1, 4-6, Table 5).
+
+    ``?suite=``, else the board whose page draws the most figures, then the one with the most rows,
+    then the first listed (the paper's first, synthetic ones last): after ``manage.py demo`` that is
+    the paper's board, whose published rows fill the cost, size and token charts that the demo's
+    two baselines (free, of no size, spending no tokens) leave empty. An empty figure is its
+    sentence alone, with links to the boards where it is drawn.
+    """
+    wanted, listed = _wanted_board(request)
+    if not listed:
+        return render(request, "leaderboard/analysis.html", {"nav": "analysis", "analysis": None, "boards": listed})
+    boards = {board.name: _board_analysis(board.name) for board in listed}
+    suite = wanted or max(boards, key=lambda name: (boards[name]["drawn"], len(boards[name]["data"].rows)))
+    shown = boards[suite]
+    drawn_elsewhere = {
+        key: [name for name, board in boards.items() if name != suite and not board["figures"][key].get("empty")]
+        for key, figure in shown["figures"].items() if figure.get("empty")
+    }
+    tool_use = shown["data"].tool_use
     return render(request, "leaderboard/analysis.html", {
         "nav": "analysis",
-        "analysis": data,
-        "figures": figures,
-        "labels": labels,
-        "top": [labels[key] for key in tool_use["top"]],
-        "bottom": [labels[key] for key in tool_use["bottom"]],
+        "analysis": shown["data"],
+        "figures": shown["figures"],
+        "drawn_elsewhere": drawn_elsewhere,
+        "labels": shown["labels"],
+        "top": [shown["labels"][key] for key in tool_use["top"]],
+        "bottom": [shown["labels"][key] for key in tool_use["bottom"]],
         "boards": listed,
         "suite": suite,
     })

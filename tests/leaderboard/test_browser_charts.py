@@ -116,13 +116,19 @@ def test_mode_bar_shows_only_under_the_pointer(mouse_browser, live_server, demo)
 
 
 def test_demo_analysis_shows_empty_states_and_labelled_zero_bars(browser, live_server, demo):
-    drawn(browser, live_server, reverse("leaderboard:analysis"))  # opens on the demo board, which has runs
+    drawn(browser, live_server, reverse("leaderboard:analysis"))  # opens on the paper's board: most is drawn there
     chosen = browser.find_elements(By.XPATH, "//p[starts-with(normalize-space(), 'Board:')]/strong")
-    assert [element.text for element in chosen] == ["demo"]
-    for figure in ("analysis-cost", "analysis-scale"):
+    assert [element.text for element in chosen] == ["eegagentbench"]
+    for figure in ("analysis-cost", "analysis-scale", "analysis-tokens"):
+        assert browser.find_elements(By.CSS_SELECTOR, f"[data-figure='{figure}'] svg.main-svg"), figure
+    browser.find_element(By.CSS_SELECTOR, "[data-drawn-elsewhere='analysis-tools'] a").click()  # to the demo's
+    WebDriverWait(browser, WAIT_SEC).until(lambda _: browser.current_url.endswith("/analysis/?suite=demo"))
+    assert wait_for(browser, "[data-figure='analysis-tools'] svg.main-svg")
+    for figure in ("analysis-cost", "analysis-scale", "analysis-tokens"):
         empty = browser.find_element(By.CSS_SELECTOR, f"p.chart-empty[data-figure='{figure}']")
         assert empty.is_displayed() and empty.text
         assert browser.find_elements(By.CSS_SELECTOR, f"[data-figure='{figure}'] svg") == []
+    assert browser.find_elements(By.TAG_NAME, "table") == []  # no token table of zeros
     note = browser.find_element(By.CSS_SELECTOR, "[data-figure-note='analysis-cost']").text
     assert "baseline/random ($0)" in note
     # The random baseline calls no tool: its bars are 0 tall and still read 0.0.
