@@ -43,7 +43,7 @@ from leaderboard.published import PAPER_BOARD
 from leaderboard.models import RunSummary
 from leaderboard.services import current_summary, item_score, task_signatures
 from leaderboard.signal import MAX_POINTS, SIGNAL_TOOLS, read_signal, signal_window, visitor_points
-from leaderboard.templatetags.leaderboard import metric_name
+from leaderboard.templatetags.leaderboard import metric_name, score as score_text
 from runs import specs
 from runs.agents import is_baseline
 from runs.models import TOKEN_FIELDS, Episode, Run, Status, Step
@@ -565,14 +565,54 @@ def _steps_page(episode: Episode, page_number, *, staff: bool) -> tuple:
     return page, [step_view(step, episode.pk, staff=staff) for step in page.object_list]
 
 
-def _other_episodes(request: HttpRequest, episode: Episode, *, limit: int):
-    """The other episodes of ``episode``'s instance this visitor may see, by model: what it can be compared with."""
+def _other_episodes(request: HttpRequest, episode: Episode, *, limit: int) -> list[Episode]:
+    """The other episodes of ``episode``'s instance this visitor may see, the closest comparison first.
+
+    Another model's episodes come first, then another run's of the same model, then the same
+    run's other epochs; within each, completed before failed or cancelled, then by model, newest
+    run first, by epoch. The first is the one a comparison opens with.
+    """
     same_instance = Episode.objects.filter(instance_id=episode.instance_id).exclude(pk=episode.pk)
-    return (
-        with_outcome(visible_episodes(request, same_instance))
-        .select_related("run__model")
-        .order_by("run__model__name", "-id")[:limit]
+    closeness = Case(
+        When(run_id=episode.run_id, then=Value(2)),
+        When(run__model_id=episode.run.model_id, then=Value(1)),
+        default=Value(0),
     )
+    unanswered = Case(When(status=Status.COMPLETED, then=Value(0)), default=Value(1))
+    return list(
+        with_outcome(visible_episodes(request, same_instance))
+        .select_related("run__model", "instance__task")
+        .annotate(closeness=closeness, unanswered=unanswered)
+        .order_by("closeness", "unanswered", "run__model__name", "-run_id", "epoch")[:limit]
+    )
+
+
+def _episode_choices(episodes: list[Episode], *, references: bool) -> list[dict]:
+    """``{"episode", "label"}`` for each of ``episodes`` (of one instance), labelled so that no two read alike.
+
+    A label names the model and run, the run's settings where the runs differ in them, the epoch
+    of a run of several, the outcome and, where this visitor may see it, the score:
+    "Alpha-1 · run 3 · temperature 0.7 · epoch 2 of 3 · correct · score 1.000 · episode 12".
+    """
+    settings = {episode.run_id: how_called(episode.run) for episode in episodes}
+    differing = [name for name in next(iter(settings.values()), {})
+                 if len({shown[name] for shown in settings.values()}) > 1]
+    choices = []
+    for episode in episodes:
+        parts = [episode.run.model.name, f"run {episode.run_id}"]
+        parts += [f"{name.replace('_', ' ')} {settings[episode.run_id][name]}" for name in differing]
+        if episode.run.epochs > 1:
+            parts.append(f"epoch {episode.epoch + 1} of {episode.run.epochs}")
+        parts.append(shown_outcome(episode.outcome, references=references))
+        task = episode.instance.task.code
+        score = item_score(task, episode.scores) if references and episode.scores else None
+        if score is not None:
+            parts.append(f"score {score_text(score)}")
+        elif references and episode.scores and task == "T5":
+            parts.append(seizure_counts_text(episode.scores))
+        parts.append(f"episode {episode.pk}")
+        choices.append({"episode": episode, "label": " · ".join(parts)})
+    return choices
 
 
 @require_safe
@@ -586,7 +626,7 @@ def episode(request: HttpRequest, pk: int) -> HttpResponse:
         "prompt": _prompt(episode) if page.number == 1 else None,
         "page": page,
         "steps": steps,
-        "others": _other_episodes(request, episode, limit=50),
+        "others": _episode_choices(_other_episodes(request, episode, limit=50), references=references),
         "references": references,
     })
 
@@ -737,9 +777,10 @@ def _compare_error(given: dict[str, str], ids: dict[str, int | None]) -> str:
 def compare(request: HttpRequest) -> HttpResponse:
     """Two episodes of the same instance (two models) side by side; without them, a form to choose them.
 
-    No ids: the form. An id that is not a number, a second episode without a first, or episodes of
-    two instances: the form again saying what is wrong (400). An episode that does not exist, or
-    that a visitor may not see yet, is a 404 like any other.
+    No ids: the form. Only the first: a redirect to it beside the closest other episode of its
+    instance (``_other_episodes``), when there is one. An id that is not a number, a second
+    episode without a first, or episodes of two instances: the form again saying what is wrong
+    (400). An episode that does not exist, or that a visitor may not see yet, is a 404 like any other.
     """
     given = {key: request.GET.get(key, "").strip() for key in ("a", "b")}
     ids = {key: _episode_id(value) for key, value in given.items()}
@@ -748,11 +789,16 @@ def compare(request: HttpRequest) -> HttpResponse:
         status = 400 if error else 200
         return render(request, "leaderboard/compare.html", {"given": given, "error": error}, status=status)
     first = visible_episode(request, _episode(ids["a"]))
+    candidates = _other_episodes(request, first, limit=100)
+    if not ids["b"] and candidates:
+        return redirect(f"{reverse('leaderboard:compare')}?a={first.pk}&b={candidates[0].pk}")
     second = visible_episode(request, _episode(ids["b"])) if ids["b"] else None
     if second is not None and second.instance_id != first.instance_id:
         error = (f"Episodes {first.pk} ({first.record_id}) and {second.pk} ({second.record_id}) are of different "
                  "instances: compare two episodes of one instance, e.g. two models on the same record.")
         return render(request, "leaderboard/compare.html", {"given": given, "error": error}, status=400)
+    if second is not None and second.pk != first.pk and second not in candidates:
+        candidates.append(second)  # beyond the chooser's limit: listed all the same, as the one shown
     references = shows_references(request, first.run.suite)
     sides = []
     for chosen in (first, second):
@@ -760,11 +806,13 @@ def compare(request: HttpRequest) -> HttpResponse:
             continue
         page, steps = _steps_page(chosen, 1, staff=is_staff(request))
         sides.append({"summary": _episode_summary(chosen, references=references), "page": page, "steps": steps})
+    first_choice, *choices = _episode_choices([first, *candidates], references=references)
     return render(request, "leaderboard/compare.html", {
         "given": given,
         "first": first,
+        "first_label": first_choice["label"],
         "sides": sides,
-        "candidates": _other_episodes(request, first, limit=100),
+        "candidates": choices,
         "references": references,
     })
 

@@ -202,12 +202,22 @@ def test_compare_of_an_unknown_episode_is_404(client, bench):
     assert client.get(reverse("leaderboard:compare"), {"a": 999999}).status_code == 404
 
 
-def test_compare_with_only_the_first_offers_the_other_models_on_its_instance(client, bench):
+def test_compare_with_only_the_first_opens_beside_the_other_models_episode(client, bench):
     first, other = bench.episode(bench.alpha, "T3"), bench.episode(bench.beta, "T3")
+    response = client.get(reverse("leaderboard:compare"), {"a": first.pk}, follow=True)
+    assert response.redirect_chain == [(f"{reverse('leaderboard:compare')}?a={first.pk}&b={other.pk}", 302)]
+    assert [side["summary"]["episode"].pk for side in response.context["sides"]] == [first.pk, other.pk]
+    assert [choice["episode"].pk for choice in response.context["candidates"]] == [other.pk]
+    assert f'<option value="{other.pk}" selected>Beta-2 · run {bench.beta.pk} · ' in response.content.decode()
+
+
+def test_compare_of_an_episode_alone_on_its_instance_shows_it_and_says_so(client, bench):
+    bench.episode(bench.beta, "T3").delete()
+    first = bench.episode(bench.alpha, "T3")
     response = client.get(reverse("leaderboard:compare"), {"a": first.pk})
     assert response.status_code == 200
     assert [side["summary"]["episode"].pk for side in response.context["sides"]] == [first.pk]
-    assert [candidate.pk for candidate in response.context["candidates"]] == [other.pk]
+    assert "This instance has no other ended episode yet" in response.content.decode()
 
 
 # ── the API index and its descriptions ───────────────────────────────────────────────────────
