@@ -5,6 +5,7 @@ from django.core.validators import RegexValidator
 from benchmark.models import ModelSpec, Suite, Task
 from benchmark.scoring import TASK_IDS
 from benchmark.wording import INSTALL_COMMAND, OFFICIAL, PLATFORM, default_prompt_set, official_available
+from runs.agents import EXTERNAL_FAMILY, HUMAN_FAMILY
 from runs.model.routing import check_key_env, check_model_host
 from runs.model.agent import PAPER_MAX_TOKENS, PAPER_PROTOCOL, PAPER_TEMPERATURE
 from runs.models import MAX_EPOCHS, Status
@@ -25,17 +26,19 @@ CAPS = {
 class NewRunForm(forms.Form):
     """What a staff member gives to queue a run: the model, where it is served, the suite and the caps."""
 
-    model = forms.ModelChoiceField(
-        queryset=ModelSpec.objects.order_by("name"),
+    model = forms.TypedChoiceField(
+        coerce=int,
+        empty_value=None,
         required=False,
-        empty_label="— a new model string below —",
-        help_text="A model already known to the platform.",
+        help_text="A model known to the platform. The paper's models need their litellm model string below the "
+        "first time; it is kept, and the run is listed as that model.",
     )
     provider_model = forms.CharField(
         max_length=200,
         required=False,
-        label="or a litellm model string",
-        help_text="e.g. openai/gpt-4o, or openai/<name> with an API base; baseline/heuristic needs no key.",
+        label="Litellm model string",
+        help_text="For a model not listed, or a listed one that has none yet: e.g. openai/gpt-4o, or openai/<name> "
+        "with an API base; baseline/heuristic needs no key.",
     )
     name = forms.CharField(max_length=200, required=False, label="Run name")
     api_base = forms.URLField(max_length=500, required=False, label="API base", assume_scheme="https")
@@ -73,9 +76,11 @@ class NewRunForm(forms.Form):
         "and temperature 0 on the official suite) is comparable with the paper.",
     )
     tool_protocol = forms.ChoiceField(
-        choices=[("text", "text (JSON actions in the reply, as the paper)"), ("native", "native function calling")],
+        choices=[("text", "text: JSON actions in the reply"), ("native", "native function calling")],
         initial=PAPER_PROTOCOL,
         label="Tool protocol",
+        help_text="text, as in the paper: the model writes each tool call or answer as JSON in its reply; "
+        "native: the provider's function calling.",
     )
     temperature = forms.FloatField(min_value=0, max_value=2, initial=PAPER_TEMPERATURE)
     max_tokens = forms.IntegerField(min_value=1, initial=PAPER_MAX_TOKENS, label="Max tokens per reply")
@@ -87,19 +92,16 @@ class NewRunForm(forms.Form):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["suite"].label_from_instance = (
-            lambda suite: f"{suite.name} ({suite.release}{', synthetic' if suite.release.is_synthetic else ''})"
-        )
+        self.fields["suite"].label_from_instance = suite_label
         # A display name alone does not say what a run will call, nor a bare code what a task is.
-        self.fields["model"].label_from_instance = lambda model: f"{model.name} — {model.provider_model}"
+        self.fields["model"].choices = model_choices()
         task_names = dict(Task.objects.filter(code__in=TASK_IDS).values_list("code", "name"))
         self.fields["tasks"].choices = [
             (code, f"{code} · {task_names[code]}" if code in task_names else code) for code in TASK_IDS
         ]
         prompt_sets = self.fields["prompt_set"]
         if official_available():
-            prompt_sets.choices = [(OFFICIAL, "official (the official package's wording)"),
-                                   (PLATFORM, "platform (paraphrased)")]  # fmt: skip
+            prompt_sets.choices = [(OFFICIAL, "official (the paper's wording)"), (PLATFORM, "platform (paraphrased)")]
         else:
             prompt_sets.choices = [(PLATFORM, "platform (paraphrased)")]
             prompt_sets.help_text += f" The official wording needs the official package: `{INSTALL_COMMAND}`."
@@ -114,10 +116,26 @@ class NewRunForm(forms.Form):
     def clean_api_base(self):
         return _checked(check_model_host, self.cleaned_data["api_base"])
 
+    def clean_model(self) -> ModelSpec | None:
+        chosen = self.cleaned_data["model"]
+        return None if chosen is None else ModelSpec.objects.get(pk=chosen)
+
+    def clean_provider_model(self) -> str:
+        return self.cleaned_data["provider_model"].strip()
+
     def clean(self):
         cleaned = super().clean()
-        if not cleaned.get("model") and not cleaned.get("provider_model", "").strip():
+        chosen, string = cleaned.get("model"), cleaned.get("provider_model")
+        if "model" in self.errors or "provider_model" in self.errors:
+            return cleaned
+        if chosen is None and not string:
             raise forms.ValidationError("Choose a model or give a litellm model string.")
+        if chosen is not None and not chosen.provider_model and not string:
+            self.add_error("provider_model", f"{chosen.name} has no litellm model string yet: give the one that "
+                           "calls it (e.g. openai/<name>); it is kept for its next runs.")
+        elif chosen is not None and chosen.provider_model and string and string != chosen.provider_model:
+            self.add_error("provider_model", f"{chosen.name} runs {chosen.provider_model}: leave this blank, or "
+                           "choose no model above to run another string.")
         return cleaned
 
     def decoding_settings(self) -> dict:
@@ -131,6 +149,32 @@ class NewRunForm(forms.Form):
             if data.get(key) is not None:
                 limits[key] = float(data[key]) if key == "max_cost_usd" else data[key]
         return limits
+
+
+def suite_label(suite: Suite) -> str:
+    """A suite's choice: its name and release, and "synthetic" where the release's name does not say so."""
+    release = str(suite.release)
+    said = not suite.release.is_synthetic or "synthetic" in release.lower()
+    return f"{suite.name} ({release}{'' if said else ', synthetic'})"
+
+
+def model_choices() -> list:
+    """The new-run form's models: an empty choice, those that can run here, then those without a model string.
+
+    A person's (``human/…``) and an external agent's specs are left out: the platform cannot play them.
+    Each label says what a run calls: "GPT-4o — openai/gpt-4o", "baseline/heuristic", "GPT-5.5 — no model string".
+    """
+    known = ModelSpec.objects.exclude(family__in=(HUMAN_FAMILY, EXTERNAL_FAMILY)).order_by("name")
+    runnable, unset = [], []
+    for spec in known.only("name", "provider_model"):
+        if not spec.provider_model:
+            unset.append((spec.pk, f"{spec.name} — no model string"))
+        elif spec.provider_model == spec.name:
+            runnable.append((spec.pk, spec.name))
+        else:
+            runnable.append((spec.pk, f"{spec.name} — {spec.provider_model}"))
+    groups = [("Runnable here", runnable), ("Give a model string below (the paper's models)", unset)]
+    return [("", "— a new model string below —"), *[(label, group) for label, group in groups if group]]
 
 
 def _checked(check, value):

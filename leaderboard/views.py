@@ -1077,7 +1077,7 @@ def new_run(request: HttpRequest) -> HttpResponse:
         data = form.cleaned_data
         try:
             with transaction.atomic():
-                model = data["model"] or specs.model_spec_for(data["provider_model"].strip())
+                model = specs.spec_to_run(data["model"], data["provider_model"])
                 run = create_run(
                     suite=data["suite"],
                     model=model,

@@ -12,6 +12,10 @@ BASELINE_RANDOM = "baseline/random"
 BASELINE_HEURISTIC = "baseline/heuristic"
 
 BASELINES = {BASELINE_RANDOM: RandomAgent, BASELINE_HEURISTIC: HeuristicAgent}
+# The families, and provider models' prefixes, of the agents the platform does not call: a person
+# on the play pages (``human/<username>``), an agent driving the environment API (``external/<name>``).
+HUMAN_FAMILY = "human"
+EXTERNAL_FAMILY = "external"
 
 
 def is_baseline(model: str) -> bool:

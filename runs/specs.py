@@ -28,13 +28,17 @@ def check_model(model: str) -> None:
 def model_spec_for(model: str, *, name: str = "") -> ModelSpec:
     """The ``ModelSpec`` of a model string, created when there is none.
 
-    With ``name`` the spec of that display name (which must run ``model``); without it, the
-    spec named after the model string, else an existing spec of the model, else a new one
-    named after the model string.
+    With ``name`` the spec of that display name (which must run ``model``; one that has no model
+    string yet, as the paper's models are imported, is given ``model`` and runs it from now on);
+    without it, the spec named after the model string, else an existing spec of the model, else a
+    new one named after the model string.
     """
     check_model(model)
     if name:
         spec = ModelSpec.objects.filter(name=name).first()
+        if spec is not None and not spec.provider_model:
+            spec.provider_model = model
+            spec.save(update_fields=["provider_model"])
         if spec is not None and spec.provider_model != model:
             raise ValueError(f"The model name {name!r} is already used for {spec.provider_model}.")
     else:
@@ -54,6 +58,16 @@ def model_spec_for(model: str, *, name: str = "") -> ModelSpec:
         is_open_weight=True if baseline else None,
         notes="Built-in agent of the platform; runs locally and costs nothing." if baseline else "",
     )
+
+
+def spec_to_run(chosen: ModelSpec | None, model: str) -> ModelSpec:
+    """The spec a run is made of: ``chosen`` (given ``model`` when it has no model string yet), else ``model``'s.
+
+    Raises ValueError as ``model_spec_for`` does: a string no provider routes, or ``chosen`` running another.
+    """
+    if chosen is None:
+        return model_spec_for(model)
+    return model_spec_for(model or chosen.provider_model, name=chosen.name)
 
 
 def new_model_spec(**fields) -> ModelSpec:

@@ -38,6 +38,7 @@ from django.utils import timezone
 from benchmark.models import ModelSpec, Suite
 from benchmark.wording import PromptSetUnavailable
 from runs import db
+from runs.agents import EXTERNAL_FAMILY, HUMAN_FAMILY
 from runs.cost import Pricing
 from runs.episode.engine import (
     claim_episode,
@@ -58,8 +59,6 @@ from runs.services import create_run, finish_run
 from runs.signals import episodes_ended
 from tools_app.processes import call_for_request
 
-EXTERNAL_FAMILY = "external"
-HUMAN_FAMILY = "human"
 KEY_PREFIX = "eegab_"
 # What an agent is told of the score of its ended episode: the metric values, never the reference
 # or what restates it (the gold label, the reference's events or subject, their counts).
@@ -126,7 +125,7 @@ def agent_spec(agent: str, *, human: bool = False) -> ModelSpec:
         name = provider_model = human_model_name(agent)
         defaults = {"family": HUMAN_FAMILY, "notes": "A person, playing episodes on the site's play pages."}
     else:
-        name, provider_model = agent, f"external/{agent}"
+        name, provider_model = agent, f"{EXTERNAL_FAMILY}/{agent}"
         defaults = {
             "family": EXTERNAL_FAMILY,
             "notes": "An external agent framework, driven through the environment API.",

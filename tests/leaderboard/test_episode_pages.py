@@ -9,8 +9,9 @@ import pytest
 from django.contrib.staticfiles import finders
 from django.urls import reverse
 
-from benchmark.models import Instance
+from benchmark.models import Instance, ModelSpec
 from leaderboard.forms import NewRunForm
+from runs.environment.service import agent_spec
 from runs.models import Episode, Step
 from tests.leaderboard.conftest import play
 
@@ -272,9 +273,19 @@ def test_favicon_is_linked_and_served_for_the_browsers_default_request(client, d
 
 
 def test_new_run_form_names_what_each_model_calls_and_what_each_task_is(bench):
+    ModelSpec.objects.create(name="GPT-5.5", provider_model="", family="OpenAI")  # as the paper's are imported
+    ModelSpec.objects.create(name="baseline/random", provider_model="baseline/random", family="baseline")
+    agent_spec("pat", human=True)
+    agent_spec("my-framework")
     form = NewRunForm()
-    models = [label for value, label in form.fields["model"].choices if value]
-    assert models == ["Alpha-1 — openai/alpha-1", "Beta-2 — openai/beta-2"]
+    assert form.fields["model"].choices == [
+        ("", "— a new model string below —"),
+        ("Runnable here", [(bench.alpha.model.pk, "Alpha-1 — openai/alpha-1"),
+                           (bench.beta.model.pk, "Beta-2 — openai/beta-2"),
+                           (ModelSpec.objects.get(name="baseline/random").pk, "baseline/random")]),
+        ("Give a model string below (the paper's models)",
+         [(ModelSpec.objects.get(name="GPT-5.5").pk, "GPT-5.5 — no model string")]),
+    ]  # a person's and an external agent's specs are not offered: the platform cannot play them
     tasks = dict(form.fields["tasks"].choices)
     assert tasks["T1"] == "T1 · EEG knowledge QA" and tasks["T6"] == "T6 · Sleep staging"
     assert list(tasks) == ["T1", "T2", "T3", "T4", "T5", "T6"]

@@ -7,8 +7,10 @@ from pathlib import Path
 import pytest
 from django.urls import reverse
 
+from benchmark.models import ModelSpec
 from leaderboard.services import import_published
 from leaderboard.signal import MAX_CHANNELS, MAX_POINTS
+from runs.environment.service import agent_spec
 from runs.models import Episode, Run, Status, Step
 from tests.leaderboard.conftest import make_suite
 
@@ -365,6 +367,41 @@ def test_run_form_creates_a_model_from_a_litellm_string(client, bench, staff_use
     data = new_run_data(bench.suite, bench.alpha.model, model="", provider_model="baseline/heuristic")
     client.post(reverse("leaderboard:new_run"), data)
     assert Run.objects.get(name="queued from the form").model.provider_model == "baseline/heuristic"
+
+
+def test_a_paper_model_is_run_once_given_its_model_string_which_it_keeps(client, bench, staff_user):
+    import_published(board="bench")
+    paper = ModelSpec.objects.get(name="GPT-5.5")
+    assert paper.provider_model == ""
+    client.force_login(staff_user)
+    url = reverse("leaderboard:new_run")
+    response = client.post(url, new_run_data(bench.suite, paper))
+    assert response.status_code == 200 and not Run.objects.filter(name="queued from the form").exists()
+    assert response.context["form"].errors["provider_model"] == [
+        "GPT-5.5 has no litellm model string yet: give the one that calls it (e.g. openai/<name>); "
+        "it is kept for its next runs."
+    ]
+    assert client.post(url, new_run_data(bench.suite, paper, provider_model=" openai/gpt-5.5 ")).status_code == 302
+    run = Run.objects.get(name="queued from the form")
+    paper.refresh_from_db()
+    assert run.model == paper and paper.provider_model == "openai/gpt-5.5"
+    # Next time it is runnable as it is, and another string for it is refused.
+    assert client.post(url, new_run_data(bench.suite, paper, name="again")).status_code == 302
+    response = client.post(url, new_run_data(bench.suite, paper, name="other", provider_model="openai/gpt-5.4"))
+    assert response.context["form"].errors["provider_model"] == [
+        "GPT-5.5 runs openai/gpt-5.5: leave this blank, or choose no model above to run another string."
+    ]
+    assert Run.objects.filter(model=paper).count() == 2
+
+
+def test_run_form_refuses_a_model_it_does_not_offer(client, bench, staff_user):
+    client.force_login(staff_user)
+    human = agent_spec("pat", human=True)
+    response = client.post(reverse("leaderboard:new_run"), new_run_data(bench.suite, human))
+    assert "model" in response.context["form"].errors
+    response = client.post(reverse("leaderboard:new_run"), new_run_data(bench.suite, bench.alpha.model, model="x"))
+    assert "model" in response.context["form"].errors
+    assert not Run.objects.filter(name="queued from the form").exists()
 
 
 def test_run_form_refuses_a_key_in_place_of_its_variable_name(client, bench, staff_user):
