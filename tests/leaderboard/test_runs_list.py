@@ -108,9 +108,17 @@ def test_staff_see_cancel_and_resume_buttons_that_post_to_the_run_actions(client
     html = page(client, reverse("leaderboard:runs"))
     cancel = reverse("leaderboard:run_cancel", args=[pending.pk])
     resume = reverse("leaderboard:run_resume", args=[bench.beta.pk])
-    assert f'<form method="post" action="{cancel}">' in html and f'<form method="post" action="{resume}">' in html
+    # Cancelling asks first (static/js/confirm.js reads the question); without script it posts as it stands.
+    question = (f"Cancel run {pending.pk}, {pending.name} ({pending.model.name})? Its waiting episodes end at once, "
+                "its running ones at their next turn. Resuming it later plays them again.")
+    assert f'<form method="post" action="{cancel}" class="inline" data-confirm="{question}">' in html
+    assert f'<form method="post" action="{resume}" class="inline">' in html
+    assert '<script src="/static/js/confirm.js"></script>' in html
     assert reverse("leaderboard:run_cancel", args=[bench.alpha.pk]) not in html  # a completed run has neither
     assert reverse("leaderboard:run_resume", args=[bench.alpha.pk]) not in html
+    completed = re.search(rf'<tr data-run="{bench.alpha.pk}">.*?</tr>', html, re.DOTALL).group(0)
+    assert re.search(r'<td class="actions"><span class="muted" title="A completed run can be neither cancelled '
+                     r'nor resumed">–</span></td>', completed)
     assert "<td>staff</td>" in html
 
     response = client.post(cancel)
