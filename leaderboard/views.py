@@ -45,7 +45,7 @@ from leaderboard.services import current_summary, item_score, task_signatures
 from leaderboard.signal import MAX_POINTS, SIGNAL_TOOLS, read_signal, signal_window, visitor_points
 from leaderboard.templatetags.leaderboard import metric_name, score as score_text
 from runs import specs
-from runs.agents import is_baseline
+from runs.agents import free_of_charge
 from runs.models import TOKEN_FIELDS, Episode, Run, Status, Step
 from runs.queue import dispatch, lifecycle
 from runs.queue.dispatch import workers_alive
@@ -555,7 +555,7 @@ def _episode_summary(episode: Episode, *, references: bool) -> dict:
         "labels": _labels(episode, references=references),
         "figure": outcome_figure(episode, references=references),
         "total_tokens": episode.prompt_tokens + episode.completion_tokens,
-        "baseline": is_baseline(episode.run.model.provider_model),
+        "free": free_of_charge(episode.run.model.provider_model),
     }
 
 
@@ -984,7 +984,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "comparability": comparability(run),
         "called": how_called(run),
         "progress": run_progress_data(run),
-        "baseline": is_baseline(run.model.provider_model),
+        "free": free_of_charge(run.model.provider_model),
         **(run_scores(summary) if scores_shown else {"tasks": [], "unscored": [], "overall": None}),
         "scores_shown": scores_shown,
         "items_shown": shows_items(request, run.suite),

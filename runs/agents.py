@@ -22,6 +22,19 @@ def is_baseline(model: str) -> bool:
     return model.startswith("baseline/")
 
 
+def is_human(model: str) -> bool:
+    return model.startswith(f"{HUMAN_FAMILY}/")
+
+
+def free_of_charge(model: str) -> str:
+    """Why a run of ``model`` costs nothing, in words; "" for a model, whose tokens are priced or unpriced."""
+    if is_baseline(model):
+        return "a built-in baseline calls no model"
+    if is_human(model):
+        return "played by a person: no model is called"
+    return ""
+
+
 def build_agent(
     run, instance, *, record_id: str | None = None, epoch: int = 0, retry: RetryPolicy | None = None
 ) -> Agent:

@@ -272,6 +272,18 @@ def test_the_leaderboard_and_run_page_mark_a_players_run_human(demo, ann):
     assert 'class="badge human"' in run_page
 
 
+def test_a_players_episode_and_run_cost_nothing_and_say_why(demo, ann):
+    client = client_for(ann)
+    episode = start(client, "T3")
+    act(client, episode, {"action": "final_answer", "classification": "normal"})
+    episode_page = Client().get(reverse("leaderboard:episode", args=[episode.pk])).content.decode()
+    run_page = Client().get(reverse("leaderboard:run", args=[episode.run_id])).content.decode()
+    assert "<dt>Cost</dt><dd>free <span" in episode_page and "played by a person: no model is called" in episode_page
+    assert "<dt>Cost</dt><dd>free <span class=\"muted\">(played by a person: no model is called)</span>" in run_page
+    for page in (episode_page, run_page):
+        assert "unpriced" not in page and "$0" not in page
+
+
 def test_a_players_episode_is_never_ended_for_idleness(demo, ann, settings):
     client = client_for(ann)
     episode = start(client, "T3")
