@@ -20,7 +20,7 @@ from django.views.decorators.http import require_POST, require_safe
 
 from benchmark.models import Suite
 from leaderboard import play, views
-from leaderboard.access import HELD_OUT_NOTE, shows_items
+from leaderboard.access import HELD_OUT_NOTE, shows_items, shows_references
 from runs.environment import service as environment
 from runs.environment.bodies import json_body
 from runs.models import Episode, Status, Step
@@ -83,12 +83,16 @@ def episode(request: HttpRequest, pk: int) -> HttpResponse:
         return redirect(_ended_url(request, episode))
     offer = environment.started_episode(episode)
     facts = play.record_facts(episode)
+    task = episode.instance.task
     return render(request, "play/episode.html", {
         "nav": "play",
         "episode": episode,
-        "task": episode.instance.task,
+        "task": task,
         "opening": offer.messages,
         "limits": offer.limits,
+        "official_limits": offer.limits == {"max_turns": task.max_turns, "max_tool_calls": task.max_tool_calls},
+        "references": shows_references(request, episode.run.suite),
+        "items": shows_items(request, episode.run.suite),
         "tools": play.tool_forms(offer.tools, facts),
         "answer_fields": play.schema_fields(offer.output_schema, facts),
         "steps": _steps(episode),
@@ -157,7 +161,24 @@ def action(request: HttpRequest, pk: int, *, body: dict) -> JsonResponse:
     reply = outcome.to_dict()
     if outcome.done:
         reply["episode_url"] = _ended_url(request, episode)
+        if reply["received"]:
+            messages.success(request, _received_text(request, outcome.episode))
     return JsonResponse(reply)
+
+
+def _received_text(request: HttpRequest, episode: Episode) -> str:
+    """The message that tells a player their final answer was received, on the page they go to next.
+
+    On a held-out suite (``leaderboard.access``) it says no score is shown, and gives none.
+    """
+    said = f"Your final answer to {episode.instance.task.code} (episode {episode.pk}) was received."
+    if episode.ended_by == Episode.EndedBy.FORMAT_FAILURE:
+        said += " It still did not fit the answer format after three repair messages, so it is scored as it stands."
+    if not shows_items(request, episode.run.suite):
+        return f"{said} This suite's references are held out: no score is shown for it."
+    if not shows_references(request, episode.run.suite):
+        return f"{said} This site does not show scores of single episodes."
+    return f"{said} Its score is on this page."
 
 
 def _ended_url(request: HttpRequest, episode: Episode) -> str:

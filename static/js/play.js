@@ -1,8 +1,9 @@
 // The play page: each form (a tool's arguments, the final answer) is read into the JSON action an
 // external agent would post, checked against the ranges the page gives, and sent; the environment's
 // reply is shown and the step list refreshed, its newest result opened as the explorer shows it
-// (episode.js). The final answer's rows (T5 seizure intervals, T6 hypnogram runs) are previewed
-// live; on T5, dragging across a signal or feature plot adds an interval.
+// (episode.js). The final answer, which ends the episode, is sent once the player confirms it; its
+// rows (T5 seizure intervals, T6 hypnogram runs) are previewed live; on T5, dragging across a
+// signal or feature plot adds an interval.
 (function () {
   "use strict";
 
@@ -176,6 +177,9 @@
       reply.scrollIntoView({ block: "nearest" });
       return;
     }
+    if (form.dataset.confirm && !window.confirm(form.dataset.confirm)) {
+      return;  // the final answer, which ends the episode, is sent only once the player says yes
+    }
     busy = true;
     form.classList.add("sending");
     postJSON(config.action_url, body).then(function (result) {
@@ -185,7 +189,9 @@
         return;
       }
       if (data.done) {
-        showReply("The episode has ended (" + data.ended_by + "). Opening its result…", [], "");
+        // The page it opens says the answer was received too (a message of the server's).
+        showReply(data.received ? "Your final answer was received. Opening its result…" :
+          "The episode has ended (" + data.ended_by.replace(/_/g, " ") + "). Opening its result…", [], "");
         window.location.assign(data.episode_url);
         return;
       }

@@ -1,12 +1,14 @@
 """Playing episodes in a real browser: a player signs in, plays a demo T3 and T6 episode from the forms alone.
 
 The scores the site records are the official scorer's on the answers the forms sent; a form value out
-of range is refused on the page with a message, and the episode goes on.
+of range is refused on the page with a message, and the episode goes on. The final answer is sent once
+the player says yes to the page's question, and the page it opens says it was received.
 """
 import pytest
 from django.urls import reverse
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from leaderboard.play import add_player
@@ -59,6 +61,15 @@ def wait_until(browser, condition):
     return WebDriverWait(browser, WAIT_SEC).until(lambda _: condition())
 
 
+def submit_the_answer(browser, *, accept: bool = True) -> str:
+    """Press "Submit the final answer" and answer the page's question (the answer ends the episode); return it."""
+    browser.find_element(By.CSS_SELECTOR, "#play-answer button[type=submit]").click()
+    alert = WebDriverWait(browser, WAIT_SEC).until(expected_conditions.alert_is_present())
+    question = alert.text
+    alert.accept() if accept else alert.dismiss()
+    return question
+
+
 def wait_for_result_page(browser, live_server, episode: Episode) -> None:
     """Wait until the ended episode's own page has opened (the play page's address ends the same way)."""
     result_url = live_server.url + reverse("leaderboard:episode", args=[episode.pk])
@@ -97,8 +108,17 @@ def test_a_player_plays_a_t3_episode_with_two_tool_calls_then_the_answer(browser
     answer = browser.find_element(By.ID, "play-answer")
     answer.find_element(By.CSS_SELECTOR, "input[type=radio][value=epileptic]").click()
     answer.find_element(By.CSS_SELECTOR, ".play-field[data-name=findings] textarea").send_keys("spikes\nsharp waves")
-    answer.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+    # The answer ends the episode, so the page asks first: declined, nothing is sent.
+    question = submit_the_answer(browser, accept=False)
+    assert question.startswith("Submit this final answer? It ends the episode") and question.endswith(
+        "Its page then shows your score.")
+    episode.refresh_from_db()
+    assert episode.status == Status.RUNNING and episode.n_turns == 2
+    submit_the_answer(browser)
     wait_for_result_page(browser, live_server, episode)
+    assert browser.find_element(By.CSS_SELECTOR, ".message.success").text == (
+        f"Your final answer to T3 (episode {episode.pk}) was received. Its score is on this page.")
+    assert browser.find_element(By.ID, "episode-score").text.endswith("Macro-F1")
 
     episode.refresh_from_db()
     sent = {"action": "final_answer", "classification": "epileptic", "findings": ["spikes", "sharp waves"]}
@@ -129,7 +149,7 @@ def test_a_player_writes_a_t6_hypnogram_of_three_rows_with_a_live_preview(browse
     rem = answer.find_element(By.CSS_SELECTOR, "[data-name=REM_pct] input").get_attribute("value")
     assert float(rem) == pytest.approx((n_epochs - 700) / n_epochs, abs=1e-4)
 
-    answer.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+    submit_the_answer(browser)
     wait_for_result_page(browser, live_server, episode)
     episode.refresh_from_db()
     assert episode.prediction["hypnogram_rle"] == [

@@ -10,6 +10,7 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
+from benchmark.releases import set_references
 from benchmark.scoring import score_task
 from leaderboard.play import PLAYERS_GROUP, add_player, next_episode, play_order, player_run
 from runs.environment import service as environment
@@ -282,6 +283,93 @@ def test_a_players_episode_and_run_cost_nothing_and_say_why(demo, ann):
     assert "<dt>Cost</dt><dd>free <span class=\"muted\">(played by a person: no model is called)</span>" in run_page
     for page in (episode_page, run_page):
         assert "unpriced" not in page and "$0" not in page
+
+
+def test_the_play_page_says_its_budget_is_the_official_limits(demo, ann):
+    client = client_for(ann)
+    for task, tool_calls in (("T3", "999 tool calls"), ("T1", "0 tool calls")):
+        page = client.get(reverse("play:episode", args=[start(client, task).pk])).content.decode()
+        assert f"These are the official limits of a {task} episode, the ones every model plays\n  under: 1000 turns " \
+               f"and {tool_calls} (the official runner's" in page
+
+
+def test_a_run_with_caps_of_its_own_says_its_limits_are_not_the_official(demo, ann):
+    client = client_for(ann)
+    episode = start(client, "T3")
+    episode.run.limits = {"max_turns": 20}
+    episode.run.save(update_fields=["limits"])
+    page = client.get(reverse("play:episode", args=[episode.pk])).content.decode()
+    assert "0</span> / 20</dd>" in page and "official limits" not in page
+    assert "This run's limits: the official ones of a T3 episode are\n  1000 turns and 999 tool calls." in page
+
+
+CONFIRM = 'data-confirm="Submit this final answer? It ends the episode: no more tool calls or changes. '
+
+
+def test_submitting_asks_first_then_says_the_answer_was_received_with_its_score(demo, ann):
+    client = client_for(ann)
+    episode = start(client, "T3")
+    page = client.get(reverse("play:episode", args=[episode.pk])).content.decode()
+    assert CONFIRM + 'Its page then shows your score.">' in page  # static/js/play.js asks it
+    done = act(client, episode, {"action": "final_answer", "classification": "normal"}).json()
+    assert done["received"] is True
+    result = client.get(done["episode_url"]).content.decode()
+    assert (f'<li class="message success">Your final answer to T3 (episode {episode.pk}) was received. '
+            "Its score is on this page.</li>") in result
+    assert "was received" not in client.get(done["episode_url"]).content.decode()  # said once
+
+
+def test_an_answer_kept_after_three_malformed_tries_is_received_as_it_stands(demo, ann):
+    client = client_for(ann)
+    episode = start(client, "T3")
+    for _ in range(4):  # the fourth malformed answer in a row ends the episode, as the official runner does
+        done = act(client, episode, {"action": "final_answer", "classification": "unsure"}).json()
+    assert done["done"] is True and done["received"] is True and done["ended_by"] == "format_failure"
+    messages = [str(message) for message in client.get(done["episode_url"]).context["messages"]]
+    assert messages == [f"Your final answer to T3 (episode {episode.pk}) was received. It still did not fit the "
+                        "answer format after three repair messages, so it is scored as it stands. Its score is on "
+                        "this page."]
+
+
+def test_an_episode_ended_without_an_answer_says_nothing_was_received(demo, ann):
+    client = client_for(ann)
+    episode = start(client, "T3")
+    episode.run.limits = {"max_turns": 1}
+    episode.run.save(update_fields=["limits"])
+    done = act(client, episode, {"action": "tool_call", "tool_name": "get_recording_info",
+                                 "arguments": {"record_id": episode.record_id}}).json()
+    assert done["done"] is True and done["received"] is False
+    assert list(client.get(done["episode_url"]).context["messages"]) == []
+
+
+def test_on_a_held_out_suite_the_player_is_told_the_answer_was_received_and_given_no_score(demo, ann):
+    set_references(demo, "held-out")
+    client = client_for(ann)
+    episode = start(client, "T1")
+    page = client.get(reverse("play:episode", args=[episode.pk])).content.decode()
+    assert CONFIRM + "This suite's references are held out: you will be told it was received, and given no score." \
+                     '">' in page
+    reference = episode.instance.reference["answer"]
+    done = act(client, episode, {"action": "final_answer", "answer": reference}).json()
+    assert done["scores"] is None and done["episode_url"] == reverse("play:index") + "#finished"
+    index = client.get(done["episode_url"])
+    assert [str(message) for message in index.context["messages"]] == [
+        f"Your final answer to T1 (episode {episode.pk}) was received. This suite's references are held out: "
+        "no score is shown for it."]
+    assert "was received. This suite&#x27;s references are held out" in index.content.decode()
+    assert "score is on" not in index.content.decode() and "1.000" not in index.content.decode()
+
+
+def test_where_references_are_not_public_the_player_is_told_so(demo, ann, settings):
+    settings.EEGAB_PUBLIC_REFERENCES = False
+    client = client_for(ann)
+    episode = start(client, "T3")
+    page = client.get(reverse("play:episode", args=[episode.pk])).content.decode()
+    assert CONFIRM + 'This site does not show scores of single episodes.">' in page
+    done = act(client, episode, {"action": "final_answer", "classification": "normal"}).json()
+    messages = [str(message) for message in client.get(done["episode_url"]).context["messages"]]
+    assert messages == [f"Your final answer to T3 (episode {episode.pk}) was received. This site does not show "
+                        "scores of single episodes."]
 
 
 def test_a_players_episode_is_never_ended_for_idleness(demo, ann, settings):
