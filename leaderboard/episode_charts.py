@@ -28,7 +28,9 @@ STEP_PLOT_MARGIN = {"l": 84, "r": 16}
 def signal_figure(traces: Sequence[Mapping], *, title: str = "") -> dict:
     """The channels a tool call covered, one row per channel on a shared time axis.
 
-    ``traces``: ``{"channel", "times" (s), "values" (µV)}``, already decimated.
+    ``traces``: ``{"channel", "unit", "times" (s), "values" (in ``unit``)}``, already decimated. Each row
+    has its own axis, ranged on its own values and titled with its unit ("no unit" where the file gives
+    none); a hover gives five significant digits, enough for a temperature's hundredths of a degree.
     """
     if not traces:
         return empty_figure("No channel of this call exists in the recording.")
@@ -43,6 +45,7 @@ def signal_figure(traces: Sequence[Mapping], *, title: str = "") -> dict:
     )
     for row, trace in enumerate(traces):
         suffix = "" if row == 0 else str(row + 1)
+        unit = f" {trace['unit']}" if trace["unit"] else ""
         data.append({
             # SVG, not WebGL: at most 2,000 points a trace, and it draws on machines without a GPU.
             "type": "scatter",
@@ -53,12 +56,12 @@ def signal_figure(traces: Sequence[Mapping], *, title: str = "") -> dict:
             "line": {"width": 1, "color": color(row)},
             "xaxis": "x",
             "yaxis": f"y{suffix}",
-            "hovertemplate": f"{trace['channel']}: %{{y:.1f}} µV at %{{x:.2f}} s<extra></extra>",
+            "hovertemplate": f"{trace['channel']}: %{{y:.5~g}}{unit} at %{{x:.2f}} s<extra></extra>",
         })
         top = 1 - row * height
         layout[f"yaxis{suffix}"] = axis(
-            f"{trace['channel']}<br>(µV)", title_size=10, domain=[max(top - height + gap, 0), top], anchor="x",
-            zeroline=False, tickfont={"size": 9},
+            f"{trace['channel']}<br>({trace['unit'] or 'no unit'})", title_size=10,
+            domain=[max(top - height + gap, 0), top], anchor="x", zeroline=False, tickfont={"size": 9},
         )
     layout["xaxis"] = axis("Time in the record (s)", anchor=f"y{n_rows if n_rows > 1 else ''}")
     return {"data": data, "layout": layout}

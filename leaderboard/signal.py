@@ -7,7 +7,10 @@ arguments into that window, :func:`read_signal` reads it and keeps, per channel,
 and the maximum of each bucket of samples, so a trace never has more than ``max_points``
 points whatever the record's length, and spikes survive the decimation.
 
-The reading is done in chunks of whole buckets, so a 24-hour record is never loaded at once.
+The reading is done in chunks of whole buckets, so a 24-hour record is never loaded at once. Each
+channel is plotted in its own unit: a voltage in µV, as the tools give it, any other quantity as the
+file records it (Sleep-EDF's rectal temperature in DegC, its respiration and event marker in the
+numbers the file holds, with no unit), never scaled as if it were a voltage.
 :func:`plotted_features` and :func:`feature_title` put the features of ``compute_windowed_features``
 in the order its tables use (bands from delta up to gamma) and name them with their units.
 No Django here: the view gives the recording and the arguments.
@@ -204,6 +207,23 @@ def minmax_decimate(data, *, bucket: int) -> tuple[np.ndarray, np.ndarray]:
     return indices, np.take_along_axis(data, indices, axis=1)
 
 
+def _plotted_unit(unit: str) -> tuple[str, float]:
+    """The unit a channel whose values are in ``unit`` is plotted in, and the factor that takes it there.
+
+    A voltage (``"V"``) is plotted in µV, the unit the tools report; any other unit as recorded, unscaled.
+    """
+    return ("µV", VOLT_TO_MICROVOLT) if unit == "V" else (unit, 1.0)
+
+
+def _rounded(values):
+    """``values`` (one channel's, 1-D) rounded to 3 decimals, or to 6 significant digits of its largest
+    magnitude where that keeps more: a channel recorded in small numbers is not rounded flat."""
+    values = np.asarray(values, dtype=np.float64)
+    peak = float(np.max(np.abs(values), initial=0.0))
+    decimals = 3 if peak == 0 or not math.isfinite(peak) else max(3, 5 - math.floor(math.log10(peak)))
+    return np.round(values, decimals)
+
+
 def read_signal(recording, window: SignalWindow, *, max_points: int = MAX_POINTS) -> list[dict]:
     """Read ``window`` from ``recording``, decimated to at most ``max_points`` points per channel.
 
@@ -215,8 +235,8 @@ def read_signal(recording, window: SignalWindow, *, max_points: int = MAX_POINTS
     Returns
     -------
     traces : list of dict
-        One ``{"channel", "times", "values"}`` per channel of the window: times in s of the
-        record, values in µV.
+        One ``{"channel", "unit", "times", "values"}`` per channel of the window: times in s of the
+        record, values in ``unit``: µV for a voltage, else the unit the file records (``""`` for none).
     """
     if not window.channels:
         return []
@@ -232,17 +252,20 @@ def read_signal(recording, window: SignalWindow, *, max_points: int = MAX_POINTS
         values.append(kept_values)
     if indices:
         times = np.concatenate(indices, axis=1) / recording.sfreq
-        microvolts = np.concatenate(values, axis=1) * VOLT_TO_MICROVOLT
+        values = np.concatenate(values, axis=1)
     else:
-        times = microvolts = np.empty((len(picks), 0))
-    return [
-        {
+        times = values = np.empty((len(picks), 0))
+    units = dict(zip(recording.ch_names, recording.units))
+    traces = []
+    for row, name in enumerate(picks):
+        unit, factor = _plotted_unit(units[name])
+        traces.append({
             "channel": name,
+            "unit": unit,
             "times": np.round(times[row], 4).tolist(),
-            "values": np.round(microvolts[row], 3).tolist(),
-        }
-        for row, name in enumerate(picks)
-    ]
+            "values": _rounded(values[row] * factor).tolist(),
+        })
+    return traces
 
 
 def plotted_features(names) -> list[str]:

@@ -16,6 +16,9 @@ what this module therefore reproduces (each point is checked against MNE in
   digital range (a zero range, or a non-finite digital one, counts as 1), ``offset = physical_min -
   digital_min * cal`` and ``scale`` 1e-6 for ``uV``/``µV``/``μV``, 1e-3 for ``mV`` and 1 for any other
   unit (``V``, blank, ``DegC``, ...). The operations run in MNE's order, so the values are bit-identical.
+  A channel's values are therefore in volts when its unit is a voltage MNE knows (``uV``, ``mV``, ``V``), and
+  in the file's own unit otherwise (``units``: Sleep-EDF's temperature in ``DegC``, its respiration and
+  event marker in a unit the file leaves blank).
 - The sampling rate is the largest samples-per-record of the non-stim channels over the record duration
   (a duration of 0 counts as 1 s). A channel with fewer samples per record is upsampled by MNE's FFT
   resampling of the *whole* channel (``mne.filter.resample(x, m, n, npad=0)``: scipy ``rfft``, Nyquist
@@ -51,6 +54,7 @@ ANNOTATION_LABELS = ("EDF Annotations", "BDF Annotations")
 STIM_NAMES = ("status", "trigger")
 STIM_MASK = 2**17 - 1
 MICROVOLT_UNITS = ("\u03bcV", "\u00b5V", "\x83\xcaV", "uV")  # greek mu, micro sign, Shift-JIS mu as latin-1
+VOLTAGE_UNITS = (*MICROVOLT_UNITS, "mV", "V")  # the units MNE reads as volts, scaled or not
 
 _FIXED_HEADER_BYTES = 256
 _SIGNAL_FIELDS = (  # (name, bytes) of each per-signal header field, in file order
@@ -324,8 +328,12 @@ class EdfRecording:
         physical_range[physical_range == 0] = 1
         self._cal = physical_range / digital_range
         self._offset = physical_min - digital_min * self._cal
-        self._scale = np.array([_unit_scale(header.units[i]) for i in signals])
+        units = [header.units[i] for i in signals]
+        self._scale = np.array([_unit_scale(unit) for unit in units])
         self._scale[list(self._stim)] = 1.0
+        #: The unit each channel's values are in: "V" for a voltage, the file's own unit for any other
+        #: quantity ("" where the file gives none), "" for a stim channel's event codes.
+        self.units = ["" if i in self._stim else "V" if unit in VOLTAGE_UNITS else unit for i, unit in enumerate(units)]
         self._samples = samples
         #: Channels stored at a lower rate and upsampled: a partial read of one evaluates the
         #: interpolation, so reading it whole (one inverse FFT) is cheaper than in pieces.

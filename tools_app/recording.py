@@ -12,8 +12,10 @@ filter settings and ``get_data`` values are those of the MNE raw object the offi
   ``EEG`` (one channel) or ``EEG1``, ``EEG2``, ...;
 - ``.set`` (EEGLAB), ``.fif``/``.fif.gz`` and ``.bdf``: read by MNE itself.
 
-Files without a header are typed ``eeg`` with MNE's defaults (no filters: 0 Hz to Nyquist). Error messages
-never contain the path: directory names can carry labels.
+Files without a header are typed ``eeg`` with MNE's defaults (no filters: 0 Hz to Nyquist). Each channel's
+``units`` say what its values are in: volts for a voltage (every channel of a header-less file), or the file's
+own unit for any other quantity (an EDF file's temperature in ``DegC``). Error messages never contain the path:
+directory names can carry labels.
 
 Like the official loader, opened recordings are cached for the whole process; the official keeps the last 4
 opened, ours the last 64 used, keyed on the resolved path, the file's size and modification time, and, for
@@ -53,7 +55,10 @@ class Recording:
     ----------
     read : callable
         ``read(picks, start, stop)`` with ``picks`` a list of channel indices and ``0 <= start <= stop <=
-        n_times``, returning an ndarray of shape (len(picks), stop - start), float64, in V.
+        n_times``, returning an ndarray of shape (len(picks), stop - start), float64, each channel in its unit.
+    units : sequence of str, optional
+        The unit of each channel's values: ``"V"`` for a voltage, else the file's own unit (``""`` where it
+        gives none). Every channel in volts by default.
 
     Attributes
     ----------
@@ -90,14 +95,19 @@ class Recording:
         custom_ref_applied=0,
         subject_info=None,
         bads=(),
+        units=None,
         whole_read_channels=(),
         writes_into=False,
     ):
         if len(ch_names) != len(ch_types):
             raise ValueError("ch_names and ch_types must have the same length.")
+        units = ["V"] * len(ch_names) if units is None else [str(unit) for unit in units]
+        if len(units) != len(ch_names):
+            raise ValueError("units must give one unit per channel.")
         self.sfreq = float(sfreq)
         self._ch_names = tuple(ch_names)
         self._ch_types = tuple(ch_types)
+        self._units = tuple(units)
         self._index = {name: i for i, name in enumerate(self._ch_names)}
         self.n_times = int(n_times)
         self._read = read
@@ -128,6 +138,15 @@ class Recording:
         return list(self._ch_types)
 
     @property
+    def units(self) -> list[str]:
+        """The unit of each channel's values (a fresh list): ``"V"`` for a voltage, else the file's own unit.
+
+        The tools take every value for volts, as the official ones do (MNE types every EDF channel ``eeg``);
+        only a plot of the samples labels each channel with its own unit.
+        """
+        return list(self._units)
+
+    @property
     def bads(self) -> list[str]:
         """Channels the file marks as bad (``info['bads']``)."""
         return list(self._bads)
@@ -145,7 +164,7 @@ class Recording:
     duration_sec = times_last
 
     def get_data(self, picks=None, start=0, stop=None) -> np.ndarray:
-        """Samples of some channels, in volts, as ``raw.get_data(picks, start, stop)`` returns them.
+        """Samples of some channels, each in its unit (volts for a voltage), as ``raw.get_data(picks, start, stop)``.
 
         Parameters
         ----------
@@ -158,7 +177,7 @@ class Recording:
 
         Returns
         -------
-        data : ndarray, shape (len(picks), max(stop - start, 0)), float64, V
+        data : ndarray, shape (len(picks), max(stop - start, 0)), float64, in :attr:`units`
         """
         indices = self._pick_indices(picks)
         start = max(int(start), 0)
@@ -169,7 +188,7 @@ class Recording:
         return self._read(indices, start, stop)
 
     def read_into(self, picks, start, stop, out) -> np.ndarray:
-        """Samples ``start:stop`` of channel indices ``picks`` (``0 <= start <= stop <= n_times``), V.
+        """Samples ``start:stop`` of channel indices ``picks`` (``0 <= start <= stop <= n_times``), in :attr:`units`.
 
         Written into ``out`` (float64, shape ``(len(picks), stop - start)``) where the reader
         supports it, so that a long pass reuses one buffer; use the returned array, which is
@@ -244,6 +263,7 @@ def _open_edf(path: Path, metadata: dict) -> Recording:
         sfreq=edf.sfreq,
         ch_names=edf.ch_names,
         ch_types=edf.ch_types,
+        units=edf.units,
         n_times=edf.n_times,
         read=edf.read,
         highpass=edf.highpass,
@@ -252,6 +272,17 @@ def _open_edf(path: Path, metadata: dict) -> Recording:
         whole_read_channels=edf.upsampled_channels,
         writes_into=True,
     )
+
+
+def _mne_units(info) -> list[str]:
+    """Each channel's unit as ``info`` gives it: volts, tesla, T/m or degrees Celsius; ``""`` for any other,
+    and for a stim channel's event codes (which MNE lists in volts). MNE lists every other channel of a
+    ``.bdf`` file in volts too, whatever unit the file gives it; no benchmark dataset is a BDF file."""
+    from mne.io.constants import FIFF
+
+    names = {FIFF.FIFF_UNIT_V: "V", FIFF.FIFF_UNIT_T: "T", FIFF.FIFF_UNIT_T_M: "T/m", FIFF.FIFF_UNIT_CEL: "°C"}
+    return ["" if channel["kind"] == FIFF.FIFFV_STIM_CH else names.get(int(channel["unit"]), "")
+            for channel in info["chs"]]
 
 
 def _open_with_mne(path: Path, metadata: dict) -> Recording:
@@ -270,6 +301,7 @@ def _open_with_mne(path: Path, metadata: dict) -> Recording:
         sfreq=info["sfreq"],
         ch_names=raw.ch_names,
         ch_types=raw.get_channel_types(),
+        units=_mne_units(info),
         n_times=raw.n_times,
         read=lambda picks, start, stop: raw.get_data(picks=picks, start=start, stop=stop),
         highpass=info["highpass"],

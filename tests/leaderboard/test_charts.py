@@ -210,9 +210,29 @@ def test_feature_axes_name_their_unit(feature, title):
     assert y_titles(figure) == [title.replace(" (", "<br>(")]
 
 
+def test_each_signal_row_is_titled_and_hovered_in_its_channels_unit():
+    figure = episode_charts.signal_figure([
+        {"channel": "EEG Fpz-Cz", "unit": "µV", "times": [0.0, 1.0], "values": [12.5, -3.0]},
+        {"channel": "Temp rectal", "unit": "DegC", "times": [0.0, 1.0], "values": [37.02, 37.04]},
+        {"channel": "Event marker", "unit": "", "times": [0.0, 1.0], "values": [886.0, 886.0]},
+    ])
+    assert y_titles(figure) == ["EEG Fpz-Cz<br>(µV)", "Temp rectal<br>(DegC)", "Event marker<br>(no unit)"]
+    hovers = [trace["hovertemplate"] for trace in figure["data"]]
+    assert hovers == [
+        "EEG Fpz-Cz: %{y:.5~g} µV at %{x:.2f} s<extra></extra>",
+        "Temp rectal: %{y:.5~g} DegC at %{x:.2f} s<extra></extra>",
+        "Event marker: %{y:.5~g} at %{x:.2f} s<extra></extra>",
+    ]
+    # Each row on an axis of its own, which plotly ranges on that row's values alone.
+    assert [trace["yaxis"] for trace in figure["data"]] == ["y", "y2", "y3"]
+    assert not any("range" in figure["layout"][key] for key in ("yaxis", "yaxis2", "yaxis3"))
+
+
 def test_signal_and_feature_plots_of_a_step_keep_the_same_side_margins():
-    signal = episode_charts.signal_figure([{"channel": "EEG1", "times": [0.0, 6.0], "values": [1.0, -1.0]},
-                                   {"channel": "EEG2", "times": [0.0, 6.0], "values": [2.0, -2.0]}])
+    signal = episode_charts.signal_figure([
+        {"channel": "EEG1", "unit": "µV", "times": [0.0, 6.0], "values": [1.0, -1.0]},
+        {"channel": "EEG2", "unit": "µV", "times": [0.0, 6.0], "values": [2.0, -2.0]},
+    ])
     features = episode_charts.windowed_features_figure(windowed_content(["rms_uv", "delta_power"]))
     for side in ("l", "r"):
         assert signal["layout"]["margin"][side] == features["layout"]["margin"][side] == episode_charts.STEP_PLOT_MARGIN[side]

@@ -3,13 +3,14 @@ import numpy as np
 import pytest
 
 from leaderboard import signal
-from tools_app.recording import Recording
+from tests.datafiles import SLEEP_EDFX
+from tools_app.recording import Recording, open_recording
 
 SFREQ = 100.0
 CHANNELS = [f"EEG{index}" for index in range(1, 13)]
 
 
-def make_recording(data, sfreq=SFREQ, ch_names=None, ch_types=None):
+def make_recording(data, sfreq=SFREQ, ch_names=None, ch_types=None, units=None):
     data = np.atleast_2d(np.asarray(data, dtype=np.float64))
     ch_names = ch_names or CHANNELS[: len(data)]
     return Recording(
@@ -18,6 +19,7 @@ def make_recording(data, sfreq=SFREQ, ch_names=None, ch_types=None):
         ch_types=ch_types or ["eeg"] * len(ch_names),
         n_times=data.shape[1],
         read=lambda picks, start, stop: data[picks, start:stop].copy(),
+        units=units,
     )
 
 
@@ -88,6 +90,34 @@ def test_read_signal_gives_microvolts_at_record_times():
     assert [trace["channel"] for trace in traces] == ["Fp1", "Fp2"]
     assert traces[0]["times"][0] == 2.0 and traces[0]["times"][-1] == 2.99
     assert traces[0]["values"][0] == pytest.approx(200.0)
+
+
+def test_each_channel_is_read_in_its_own_unit_voltages_in_microvolts():
+    recording = open_recording(SLEEP_EDFX / "short_psg.edf")  # a real Sleep-EDF crop, 300 s
+    names = recording.ch_names
+    traces = signal.read_signal(recording, window(arguments={"tmin": 100, "tmax": 110}, n_times=recording.n_times,
+                                                  ch_names=names))
+    assert [(trace["channel"], trace["unit"]) for trace in traces] == [
+        ("EEG Fpz-Cz", "µV"), ("EEG Pz-Oz", "µV"), ("EOG horizontal", "µV"), ("Resp oro-nasal", ""),
+        ("EMG submental", "µV"), ("Temp rectal", "DegC"), ("Event marker", ""),
+    ]
+    stored = recording.get_data(names, 10_000, 11_000)  # 1,000 samples: plotted one for one
+    scale = np.array([1e6 if unit == "V" else 1.0 for unit in recording.units])
+    for row, trace in enumerate(traces):
+        np.testing.assert_allclose(trace["values"], stored[row] * scale[row], atol=1e-3, err_msg=trace["channel"])
+    by_name = {trace["channel"]: trace["values"] for trace in traces}
+    assert 34 <= min(by_name["Temp rectal"]) and max(by_name["Temp rectal"]) <= 40  # degrees, not 37e6
+    assert max(map(abs, by_name["Resp oro-nasal"])) <= 2048  # the file's own numbers (its physical range)
+    assert max(map(abs, by_name["EEG Fpz-Cz"])) <= 192  # µV, within the header's physical range
+
+
+def test_a_channel_recorded_in_small_numbers_keeps_six_significant_digits():
+    values = 2e-4 * np.sin(np.linspace(0, 6, 600))
+    recording = make_recording(np.stack([values, values * 1e-6]), ch_names=["Flow", "EEG1"], units=["L/s", "V"])
+    flow, eeg = signal.read_signal(recording, window(n_times=600, ch_names=["Flow", "EEG1"]))
+    assert (flow["unit"], eeg["unit"]) == ("L/s", "µV")
+    np.testing.assert_allclose(flow["values"], values, rtol=0, atol=1e-9)  # not rounded to 0.000
+    np.testing.assert_allclose(eeg["values"], values, rtol=0, atol=1e-9)
 
 
 def test_defaults_are_every_eeg_channel_and_the_whole_record():

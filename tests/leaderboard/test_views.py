@@ -2,6 +2,7 @@
 import csv
 import io
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -282,6 +283,28 @@ def test_signal_endpoint_decimates_and_caps_channels(client, bench):
     assert max(traces[0]["y"]) > 150  # the spike survives
     assert "8 of the 12" in " ".join(data["notes"])
     assert data["features_figure"] is None
+
+
+def test_signal_endpoint_plots_each_channel_of_a_real_psg_in_its_own_unit(client, bench):
+    from benchmark.models import Instance
+    from runs.services import append_step
+    from tests.datafiles import SLEEP_EDFX
+
+    episode = bench.episode(bench.alpha, "T6")
+    shutil.copy(SLEEP_EDFX / "short_psg.edf", Path(bench.suite.release.source) / "data/sleep-edfx/psg.edf")
+    Instance.objects.filter(pk=episode.instance_id).update(recording_path="data/sleep-edfx/psg.edf", metadata={})
+    step = append_step(episode=episode, kind=Step.Kind.TOOL_CALL, tool_name="compute_psd", arguments={},
+                       result={"status": "ok", "content": {"channels": []}, "tool_call_id": "c"})
+    figure = client.get(signal_url(step)).json()["figure"]
+    titles = [figure["layout"][f"yaxis{row + 1 if row else ''}"]["title"]["text"] for row in range(7)]
+    assert titles == ["EEG Fpz-Cz<br>(µV)", "EEG Pz-Oz<br>(µV)", "EOG horizontal<br>(µV)",
+                      "Resp oro-nasal<br>(no unit)", "EMG submental<br>(µV)", "Temp rectal<br>(DegC)",
+                      "Event marker<br>(no unit)"]
+    values = {trace["name"]: trace["y"] for trace in figure["data"]}
+    # Each within its header's physical range: nothing scaled by 10^6 but the voltages, into µV.
+    for name, low, high in [("EEG Fpz-Cz", -192, 192), ("EOG horizontal", -1009, 1009), ("EMG submental", -5, 5),
+                            ("Resp oro-nasal", -2048, 2048), ("Temp rectal", 34, 40), ("Event marker", -2047, 2048)]:
+        assert low <= min(values[name]) and max(values[name]) <= high, name
 
 
 def test_signal_endpoint_for_a_bad_step_index_is_404(client, bench):

@@ -15,7 +15,7 @@ import scipy.io
 
 from tests.datafiles import BONN, SLEEP_EDFX
 from tools_app.edf import band_limited_samples, unique_channel_names
-from tools_app.recording import RecordingError, clear_recording_cache, open_recording
+from tools_app.recording import Recording, RecordingError, clear_recording_cache, open_recording
 
 CHB_LABELS = (
     "FP1-F7 F7-T7 T7-P7 P7-O1 FP1-F3 F3-C3 C3-P3 P3-O1 FP2-F4 F4-C4 C4-P4 P4-O2 FP2-F8 F8-T8 T8-P8 "
@@ -187,6 +187,37 @@ def test_sleep_edf_crop_matches_mne():
     assert recording.sfreq == 100.0 and len(recording.ch_names) == 7 and recording.n_times == 30000
     assert recording.ch_types == ["eeg"] * 7  # EOG, EMG, Resp, Temp and the event marker too
     assert_matches_raw(recording, raw, slices(recording.n_times, record=3000))
+
+
+def test_each_sleep_edf_channel_is_in_the_unit_its_header_gives():
+    path = SLEEP_EDFX / "short_psg.edf"
+    recording, raw = open_recording(path), mne_edf(path)
+    # The header's units (PROVENANCE): EEG, EOG, EMG uV; Resp and Event marker blank; Temp DegC.
+    assert recording.units == ["V", "V", "V", "", "V", "DegC", ""]
+    temperature = recording.get_data(["Temp rectal"])[0]
+    assert 34 <= temperature.min() and temperature.max() <= 40  # in degrees, as MNE gives it: not scaled
+    np.testing.assert_array_equal(temperature, raw.get_data(["Temp rectal"])[0])
+
+
+def test_units_follow_the_edf_header_and_stim_channels_have_none(tmp_path):
+    labels, units = ["A", "B", "C", "D", "E", "F", "Status"], ["mV", "V", "", "\u00b5V", "DegC", "uV", "uV"]
+    path = write_edf(tmp_path / "units.edf", labels, [32] * 7, 3, units=units)
+    assert open_recording(path).units == ["V", "V", "", "V", "DegC", "V", ""]
+
+
+def test_units_of_files_mne_reads_come_from_their_channel_info(tmp_path):
+    info = mne.create_info(["Fz", "EOG", "Temp", "STI 014"], 250.0, ["eeg", "eog", "temperature", "stim"])
+    path = tmp_path / "units_raw.fif"
+    mne.io.RawArray(np.zeros((4, 500)), info, verbose="error").save(path, verbose="error")
+    assert open_recording(path).units == ["V", "V", "\u00b0C", ""]
+
+
+def test_header_less_files_are_in_volts_and_units_must_match_the_channels(tmp_path):
+    path = tmp_path / "two.npy"
+    np.save(path, np.zeros((2, 100)))
+    assert open_recording(path).units == ["V", "V"]
+    with pytest.raises(ValueError, match="one unit per channel"):
+        Recording(sfreq=100.0, ch_names=["A", "B"], ch_types=["eeg", "eeg"], n_times=10, read=None, units=["V"])
 
 
 @pytest.mark.parametrize(
