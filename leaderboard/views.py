@@ -52,6 +52,7 @@ from runs.queue.dispatch import workers_alive
 from runs.queue.workers import WORKER_COMMAND
 from runs.redaction import public_error
 from runs.services import create_run
+from tools_app.budget import with_true_lengths
 from tools_app.recording import RecordingError, open_recording
 
 STEPS_PER_PAGE = 50
@@ -450,14 +451,14 @@ def _tool_status(step: Step) -> str:
     return (step.result or {}).get("status", "") if step.kind == Kind.TOOL_CALL else ""
 
 
-def _tool_error(step: Step) -> str:
-    """The error a tool call returned or met: the platform's error text, else the tool's error object."""
-    if step.error:
-        return step.error
-    content = (step.result or {}).get("content")
-    if isinstance(content, dict) and content.get("error"):
-        return str(content["error"])
-    return ""
+def _tool_message(step: Step) -> str:
+    """The error message a tool call's result holds ("" for none).
+
+    A windowed refusal's gives the record's true length beside the requested range's, which the
+    official text, and so what a model read under the official prompt set, calls the record's.
+    """
+    content = with_true_lengths((step.result or {}).get("content")) if step.kind == Kind.TOOL_CALL else None
+    return str(content["error"]) if isinstance(content, dict) and content.get("error") else ""
 
 
 def is_signal_step(step: Step) -> bool:
@@ -466,10 +467,13 @@ def is_signal_step(step: Step) -> bool:
 
 
 def step_view(step: Step, episode_pk: int, *, staff: bool) -> dict:
-    """What the step list shows of a step without loading its details (a traceback for staff only)."""
+    """What the step list shows of a step without loading its details (a traceback for staff only).
+
+    Its error is the platform's (``public_error`` of it for anyone but staff), else a tool's own message,
+    whole, as the step's details show its result to anyone who may see the step.
+    """
     text = step.text if step.kind != Kind.TOOL_CALL else ""
-    error = _tool_error(step) if step.kind == Kind.TOOL_CALL else step.error
-    error = error if staff else public_error(error)
+    error = (step.error if staff else public_error(step.error)) or _tool_message(step)
     result = step.result or {}
     has_details = bool(
         step.reasoning

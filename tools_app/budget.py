@@ -6,6 +6,12 @@ numbers that tell the agent how to rescope, when the estimate exceeds 8,000 toke
 4 bytes per token. The same rule (same limit, same kind of message and fields) guards the
 other tools whose output grows with their arguments: the channel correlation (quadratic in
 channels) and the per-channel tools (which accept repeated channel names).
+
+The official windowed refusal says "(record is {L}s long)" with L the length of the range the call
+asked for, not of the record (upstream's ``total_sec``): a call with tmax 4080 on a 30,900-s night is
+told the record is 4080.0 s long. The stored refusal keeps that text, which the official prompt set
+sends as it is, and adds ``range_sec`` and ``record_sec``; :func:`with_true_lengths` gives the text
+with both lengths, as the platform prompt set and the trajectory explorer say it.
 """
 import json
 from collections import Counter
@@ -75,7 +81,33 @@ def windowed_estimate_tokens(n_channels, n_windows, features):
     return estimated_bytes // BYTES_PER_TOKEN
 
 
-def check_windowed(*, n_channels, n_windows, features, step_sec, span_sec):
+def _length_clause(range_sec, record_sec=None):
+    """The windowed refusal's words on lengths, for lengths already rounded to 0.1 s.
+
+    Without ``record_sec``, the official words, which give the analysed range's length as the
+    record's: ``(record is 4080.0s long)``; with it, both lengths as they are.
+    """
+    if record_sec is None:
+        return f"(record is {float(range_sec)}s long)"
+    return f"(the range asked for is {float(range_sec)}s long, of a {float(record_sec)}s record)"
+
+
+def with_true_lengths(content):
+    """``content`` with the record's true length beside the range's in a windowed refusal's text.
+
+    Any other content (a result, another error, a refusal stored before ``record_sec`` was) is
+    returned as it is.
+    """
+    if not isinstance(content, dict) or not isinstance(content.get("error"), str):
+        return content
+    range_sec, record_sec = content.get("range_sec"), content.get("record_sec")
+    if not isinstance(range_sec, int | float) or not isinstance(record_sec, int | float):
+        return content
+    true_text = content["error"].replace(_length_clause(range_sec), _length_clause(range_sec, record_sec))
+    return {**content, "error": true_text}
+
+
+def check_windowed(*, n_channels, n_windows, features, step_sec, span_sec, record_sec):
     """Refuse a windowed-features call whose estimate exceeds the budget, as upstream does.
 
     Parameters
@@ -87,12 +119,15 @@ def check_windowed(*, n_channels, n_windows, features, step_sec, span_sec):
         The requested hop, s (used to suggest a time span).
     span_sec : float
         Length of the analysed range, s (the message calls it the record length, as upstream).
+    record_sec : float
+        Length of the record, s (``n_times / sfreq``, as the tools' other error texts give it).
 
     Raises
     ------
     ToolError
-        ``output_too_large`` with ``budget_tokens``, ``estimated_tokens``, ``n_channels``
-        and ``n_windows``.
+        ``output_too_large`` with ``budget_tokens``, ``estimated_tokens``, ``n_channels`` and
+        ``n_windows``, as upstream, then ours: ``range_sec`` and ``record_sec`` (0.1 s), which the
+        official text confuses (:func:`with_true_lengths`).
     """
     estimated = windowed_estimate_tokens(n_channels, n_windows, features)
     if estimated <= BUDGET_TOKENS:
@@ -105,7 +140,7 @@ def check_windowed(*, n_channels, n_windows, features, step_sec, span_sec):
         f"{n_channels * n_windows} rows (~{int(estimated)} tokens), exceeding the {BUDGET_TOKENS}-token "
         f"budget. Nothing was computed. Rescope to fit, e.g.: (a) use <= {max_channels} channel(s) at the "
         f"current time span; or (b) keep <= {max_windows} windows by limiting the time range to a "
-        f"<= {round(max_windows * step_sec, 1)}s chunk via tmin/tmax (record is {round(span_sec, 1)}s long); "
+        f"<= {round(max_windows * step_sec, 1)}s chunk via tmin/tmax {_length_clause(round(span_sec, 1))}; "
         f"or (c) use a coarser window_sec / step_sec. Then call again on the chunk."
     )
     raise ToolError(
@@ -115,6 +150,8 @@ def check_windowed(*, n_channels, n_windows, features, step_sec, span_sec):
         estimated_tokens=int(estimated),
         n_channels=n_channels,
         n_windows=n_windows,
+        range_sec=round(span_sec, 1),
+        record_sec=round(record_sec, 1),
     )
 
 

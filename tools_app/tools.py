@@ -996,7 +996,7 @@ def compute_windowed_features(
         raise ToolError(ErrorCode.INVALID_ARGUMENT, "Window or step too small for the sampling rate.")
     n_windows, _ = windowed.window_count(n_total, window_samples, step_samples)
     budget.check_windowed(n_channels=len(names), n_windows=n_windows, features=requested,
-                          step_sec=step_sec, span_sec=span_sec)
+                          step_sec=step_sec, span_sec=span_sec, record_sec=recording.n_times / sfreq)
     picks = [index[name] for name in names]
     source = source_for(recording)
     def cost(picks, first, last):

@@ -3,7 +3,9 @@
 It says the same facts as the official texts, no more and no fewer: the prompts are
 :mod:`benchmark.prompts`, the tools' descriptions come from the tool registry
 (:mod:`tools_app.registry`), and the nudges and stubs are below. Where the official runner sends a
-format rather than prose (the ``[Tool Result]`` prefix, a result's repr), this set sends the same.
+format rather than prose (the ``[Tool Result]`` prefix, a result's repr), this set sends the same,
+except where that format misstates a fact: the official windowed refusal calls the requested range's
+length the record's, and this set gives both (:func:`tools_app.budget.with_true_lengths`).
 """
 from __future__ import annotations
 
@@ -87,9 +89,11 @@ class PlatformWording(Wording):
         return BUDGET_STUB
 
     def tool_result(self, tool_name: str, content: Any, error: str, *, native: bool) -> str:
+        from tools_app.budget import with_true_lengths
         from tools_app.views import result_text
 
-        text = result_text(tool_name, content, error)
+        # The official windowed refusal calls the requested range's length the record's: this set gives both.
+        text = result_text(tool_name, with_true_lengths(content), error)
         return text if native else TOOL_RESULT_PREFIX + text
 
     def memory_acknowledgement(self, memory: Any) -> str:

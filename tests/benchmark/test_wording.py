@@ -7,6 +7,7 @@ checks the same against the real package where it is installed.
 import ast
 import json
 
+import numpy as np
 import pytest
 
 from benchmark import wording as prompt_sets
@@ -20,6 +21,7 @@ from runs.services import create_run
 from tests.runs import fake_llm
 from tests.runs.fake_llm import FakeLLM
 from tests.runs.test_protocol import OUTPUT_SCHEMAS
+from tools_app import call_tool
 
 pytestmark = pytest.mark.django_db
 
@@ -96,6 +98,30 @@ def test_tool_results_read_as_the_official_runner_sends_them(official_standin):
     assert shown["_meta"] == {"approx_response_bytes": size, "approx_response_kb": round(size / 1024, 1),
                               "approx_response_tokens": size // 4, "truncated": False, "n_rows": 0}  # fmt: skip
     assert ASYMMETRY_NOT_APPLICABLE["reason"] == "Our own words for why no pair is there."  # the stored one stays
+
+
+@pytest.mark.parametrize("native", [False, True], ids=["text", "native"])
+def test_a_windowed_refusal_reads_as_upstreams_under_the_official_set_and_gives_the_record_under_ours(
+    official_standin, tmp_path, native
+):
+    # A call with tmax 4080 on a 30,900-s night (one channel at 10 Hz: the budget counts windows).
+    path = tmp_path / "night.npy"
+    np.save(path, np.random.default_rng(4).standard_normal(309_000))
+    arguments = {"record_id": "EEG_0042", "window_sec": 1, "tmin": 0, "tmax": 4080}
+    content = call_tool(path, "compute_windowed_features", arguments, record_id="EEG_0042",
+                        metadata={"sampling_rate": 10.0})
+    official_object = {key: value for key, value in content.items()
+                       if key not in ("error_code", "range_sec", "record_sec")}  # fmt: skip
+    prefix = "" if native else "[Tool Result]\n"
+
+    official = prompt_set(OFFICIAL).tool_result("compute_windowed_features", content, "", native=native)
+    assert official == prefix + str(official_object)  # byte for byte what the official tool's object prints
+    assert "(record is 4080.0s long)" in official and "30900" not in official
+
+    platform = prompt_set(PLATFORM).tool_result("compute_windowed_features", content, "", native=native)
+    assert platform == official.replace("(record is 4080.0s long)",
+                                        "(the range asked for is 4080.0s long, of a 30900.0s record)")
+    assert "range_sec" not in platform and "error_code" not in platform
 
 
 def test_the_first_request_shows_what_the_model_gets(official_standin, t3):

@@ -4,6 +4,7 @@ A seizure-free T5 record is added to the ``bench`` suite (``quiet_record``); Alp
 with silence (correct, Event-F1 undefined) and Beta-2 with a false alarm (wrong).
 """
 import re
+from pathlib import Path
 
 import pytest
 from django.contrib.staticfiles import finders
@@ -13,7 +14,10 @@ from benchmark.models import Instance, ModelSpec
 from leaderboard.forms import NewRunForm
 from runs.environment.service import agent_spec
 from runs.models import Episode, Step
+from runs.services import append_step
 from tests.leaderboard.conftest import play
+from tools_app import call_tool
+from tools_app.views import result_text
 
 QUIET_REFERENCE = {"label": "no_seizure", "has_seizure": False, "n_seizures": 0, "seizure_events": []}
 
@@ -109,6 +113,26 @@ def test_hidden_references_leave_one_lane_and_no_score(client, silent, settings,
     assert "no seizure" not in html and "no events, no false alarms" not in html
     client.force_login(staff_user)
     assert score_cell(client.get(url).content.decode()).startswith("no events, no false alarms")
+
+
+def test_a_windowed_refusal_shows_the_records_true_length_beside_the_range_asked_for(client, bench, staff_user):
+    episode = bench.episode(bench.alpha, "T5")  # its record is 60 s long
+    instance = episode.instance
+    arguments = {"record_id": instance.record_id, "window_sec": 0.05, "tmin": 0, "tmax": 30}
+    content = call_tool(Path(bench.suite.release.source) / instance.recording_path, "compute_windowed_features",
+                        arguments, record_id=instance.record_id, metadata=instance.metadata)
+    assert "(record is 30.0s long)" in content["error"]  # the official words, kept in the stored result
+    # What a model read under the official prompt set: the official object, its words as they are.
+    append_step(episode=episode, kind=Step.Kind.TOOL_CALL, tool_name="compute_windowed_features",
+                arguments=arguments, result={"status": "ok", "content": content, "tool_call_id": "c"},
+                text=result_text("compute_windowed_features", content))
+    for visitor in (None, staff_user):
+        if visitor:
+            client.force_login(visitor)
+        html = client.get(reverse("leaderboard:episode", args=[episode.pk])).content.decode()
+        error_line = re.search(r'<div class="error-text">(Output too large.*?)</div>', html, re.S).group(1)
+        assert "(the range asked for is 30.0s long, of a 60.0s record)" in error_line
+        assert "record is 30.0s long" not in error_line and error_line.endswith("Then call again on the chunk.")
 
 
 def test_compare_view_shows_the_same_score_in_each_header(client, silent, false_alarm):

@@ -69,6 +69,8 @@ def test_a_call_one_row_under_the_limit_passes_and_one_over_fails_with_the_offic
         "estimated_tokens": estimated,
         "n_channels": 1,
         "n_windows": fitting + 1,
+        "range_sec": fitting + 1.0,
+        "record_sec": 3600.0,
     }
 
 
@@ -78,6 +80,43 @@ def test_the_budget_counts_channels_and_suggests_a_span_from_the_step(hour):
     assert result["n_windows"] == len(range(0, 360_000 - 1000 + 1, 250))
     max_windows = 32000 // budget.windowed_row_bytes(windowed.DEFAULT_FEATURES)
     assert f"<= {round(max_windows * 2.5, 1)}s chunk via tmin/tmax (record is 3600.0s long)" in result["error"]
+
+
+@pytest.fixture
+def night(episode):
+    """One channel of a 30,900-s night, at 10 Hz (the budget counts windows, not samples)."""
+    return episode(make_recording(noise(30_900, 10.0, seed=3)[np.newaxis], 10.0, ["Fpz-Cz"]))
+
+
+def test_the_refusal_keeps_the_official_words_and_stores_the_records_true_length(night):
+    result = run("compute_windowed_features", window_sec=1, tmin=0, tmax=4080)
+    # The official text gives the requested range's length as the record's (upstream's total_sec).
+    assert "via tmin/tmax (record is 4080.0s long); or (c)" in result["error"]
+    assert (result["range_sec"], result["record_sec"]) == (4080.0, 30900.0)
+    assert list(result)[-2:] == ["range_sec", "record_sec"]  # after the official keys, as error_code is
+
+
+def test_with_true_lengths_gives_both_lengths_and_changes_nothing_else(night):
+    result = run("compute_windowed_features", window_sec=1, tmin=0, tmax=4080)
+    told = budget.with_true_lengths(result)
+    assert told["error"] == result["error"].replace(
+        "(record is 4080.0s long)", "(the range asked for is 4080.0s long, of a 30900.0s record)")
+    assert {key: value for key, value in told.items() if key != "error"} == {
+        key: value for key, value in result.items() if key != "error"}
+    stored = json.loads(json.dumps(result))  # as a step keeps it
+    assert budget.with_true_lengths(stored) == told
+    assert budget.with_true_lengths({**stored, "range_sec": 4080}) == told  # a database may give 4080 back
+
+
+@pytest.mark.parametrize("content", [
+    None,
+    {"record_id": "rec-test", "n_windows": 3, "channels": []},
+    {"record_id": "rec-test", "error": "Too few samples (1) in the requested time window. Ensure tmin/tmax fall "
+                                       "within the recording duration.", "error_code": "invalid_argument"},
+    {"record_id": "rec-test", "error": "Output too large: ... (record is 4080.0s long); ...", "budget_tokens": 8000},
+])
+def test_with_true_lengths_leaves_anything_else_as_it_is(content):
+    assert budget.with_true_lengths(content) is content
 
 
 def test_nothing_is_computed_when_the_budget_refuses(hour, monkeypatch):

@@ -157,7 +157,7 @@ class FakeWindowedRecording:
         starts = [tmin + i * window for i in range(int(round((tmax - tmin) / window)))]
         try:
             check_windowed(n_channels=len(channels), n_windows=len(starts), features=features, step_sec=window,
-                           span_sec=tmax - tmin)  # fmt: skip
+                           span_sec=tmax - tmin, record_sec=self.duration)  # fmt: skip
         except ToolError as refusal:
             self.refused.append((tmin, tmax))
             return refusal.to_result("rec-9c1e")
