@@ -9,9 +9,21 @@ what each process builds for itself on its first call, in a worker that has just
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from runs.model.retry import CONTEXT, FATAL, TRANSIENT, status_kind
+
+# How litellm and the provider SDKs word a call made without a key, or with one the provider refused,
+# whatever error and status they give it: the OpenAI SDK's "Missing credentials. Please pass an
+# `api_key` ... or set the `OPENAI_API_KEY` ... environment variable" comes as an InternalServerError
+# (HTTP 500), litellm's "Missing Gemini API key" as an APIConnectionError (HTTP 500). No retry can
+# supply a key, so these are fatal (a 500 was retried five times, 62 s of backoff, for each episode).
+KEY_REFUSED = re.compile(
+    r"missing credentials|missing (?:\w+ )?api[ _-]?key|api_key client option must be set|no key is set"
+    r"|(?:invalid|incorrect) api[ _-]?key|api[ _-]?key not valid",
+    re.IGNORECASE,
+)
 
 
 def complete(request: dict) -> Any:
@@ -23,9 +35,11 @@ def complete(request: dict) -> Any:
 
 
 def classify(exc: Exception) -> str:
-    """``CONTEXT``, ``TRANSIENT`` or ``FATAL`` for an error litellm raised."""
+    """``CONTEXT``, ``TRANSIENT`` or ``FATAL`` for an error litellm raised; a missing or refused key is ``FATAL``."""
     import litellm
 
+    if isinstance(exc, litellm.AuthenticationError) or KEY_REFUSED.search(str(exc)):
+        return FATAL
     if isinstance(exc, litellm.ContextWindowExceededError):
         return CONTEXT
     kind = status_kind(exc)

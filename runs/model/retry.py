@@ -5,7 +5,8 @@ litellm's own retries (``num_retries``) and the provider SDK's (``max_retries``)
 off. Each way of calling (``litellm_transport``, ``openai_http``) sorts its errors into
 ``CONTEXT`` (the conversation outgrew the model's window: one retry with a ``max_tokens``
 that fits, ``fitted_max_tokens``), ``TRANSIENT`` (a timeout, a lost connection, an unreadable
-reply, HTTP 429 or 5xx: retried with exponential backoff, ``RetryPolicy``) or ``FATAL``.
+reply, HTTP 429 or 5xx: retried with exponential backoff, ``RetryPolicy``) or ``FATAL`` (a key
+missing or refused among them, whatever status it comes with).
 """
 from __future__ import annotations
 

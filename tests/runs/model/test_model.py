@@ -6,10 +6,10 @@ from decimal import Decimal
 import pytest
 
 from benchmark.models import ModelSpec
-from runs.model import openai_http
+from runs.model import litellm_transport, openai_http
 from runs.model.agent import ModelAgent
 from runs.model.reply import ProviderError
-from runs.model.retry import FATAL, RetryPolicy, fitted_max_tokens
+from runs.model.retry import FATAL, TRANSIENT, RetryPolicy, fitted_max_tokens
 from runs.model.routing import TRANSPORTS, choose_protocol, choose_transport
 from runs.cost import Pricing, TokenUsage, kept_litellm_rates, total_cost
 from tests.runs import fake_llm
@@ -224,6 +224,52 @@ def test_a_missing_key_variable_fails_before_any_request(server, make_agent, mon
     with pytest.raises(ProviderError, match="FAKE_LLM_KEY"):
         make_agent().respond(MESSAGES)
     assert server.requests == []
+
+
+def litellm_agent(server, sleeps, **kwargs) -> ModelAgent:
+    return ModelAgent(
+        model="openai/fake-model", api_base=server.api_base, settings={"timeout_sec": 2, "transport": "litellm"},
+        retry=RetryPolicy(max_retries=3, base_delay_sec=0.01, max_delay_sec=0.04), sleep=sleeps.append, **kwargs,
+    )
+
+
+def test_a_key_litellm_finds_missing_fails_at_once_though_litellm_calls_it_a_500(server, sleeps, monkeypatch):
+    """No --api-key-env and OPENAI_API_KEY unset: the OpenAI SDK's "Missing credentials", which litellm raises as
+    an InternalServerError (HTTP 500), was retried as a server failure (five backoffs, 62 s an episode)."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    server.add(fake_llm.text("unused"))
+    with pytest.raises(ProviderError, match="Missing credentials") as raised:
+        litellm_agent(server, sleeps).respond(MESSAGES)
+    assert server.requests == [] and sleeps == []
+    assert [attempt.error.split(":")[0] for attempt in raised.value.attempts] == ["InternalServerError (HTTP 500)"]
+
+
+@pytest.mark.parametrize("status", [401, 500])
+def test_a_key_the_provider_refuses_is_not_retried_whatever_its_status(server, sleeps, status):
+    """OpenAI's words for a wrong key, answered as a 401 (AuthenticationError) or by a proxy as a 500."""
+    server.add(fake_llm.http_error(status, "Incorrect API key provided: sk-test-****cret."), fake_llm.text("unused"))
+    with pytest.raises(ProviderError, match="Incorrect API key") as raised:
+        litellm_agent(server, sleeps, api_key_env="FAKE_LLM_KEY").respond(MESSAGES)
+    assert len(server.requests) == 1 and sleeps == [] and len(raised.value.attempts) == 1
+    assert server.headers[0]["authorization"] == "Bearer sk-test-secret"
+
+
+@pytest.mark.parametrize(
+    ("error", "message", "kind"),
+    [
+        ("InternalServerError", "OpenAIException - Missing credentials. Please pass an `api_key`", FATAL),
+        ("APIConnectionError", "Missing Gemini API key. Set the GEMINI_API_KEY or GOOGLE_API_KEY", FATAL),
+        ("InternalServerError", "Missing Anthropic API Key - A call is being made to anthropic but no key is set", FATAL),
+        ("AuthenticationError", "invalid x-api-key", FATAL),
+        ("InternalServerError", "OpenAIException - Connection error.", TRANSIENT),
+        ("APIConnectionError", "[Errno -2] Name or service not known", TRANSIENT),
+    ],
+)
+def test_litellm_errors_naming_a_missing_or_refused_key_are_fatal(error, message, kind):
+    import litellm
+
+    exc = getattr(litellm, error)(message=message, llm_provider="openai", model="gpt-4o")
+    assert litellm_transport.classify(exc) == kind
 
 
 @pytest.mark.parametrize(
