@@ -562,6 +562,11 @@ def set_references(suite: Suite, references: str) -> bool:
 
 def _check_release(root: Path, tasks: Iterable[str] | None, skip_missing: bool) -> _Plan:
     """Read and check everything the import needs; raises ReleaseError with every problem found."""
+    if not root.exists():
+        raise ReleaseError([
+            f"{root}: no such directory (manage.py download_release --to DIR fetches the official release; "
+            "build_release and build_demo_release build one)"
+        ])
     if not (root / "benchmark" / "scenarios").is_dir():
         raise ReleaseError([f"{root}: not a release directory (no benchmark/scenarios/)"])
     problems: list[str] = []

@@ -253,6 +253,15 @@ def test_path_that_is_not_a_release_is_refused(tmp_path):
         import_release(path=tmp_path)
 
 
+def test_a_path_that_does_not_exist_is_said_to_be_missing(tmp_path):
+    with pytest.raises(ReleaseError) as raised:
+        import_release(path=tmp_path / "releases" / "official")
+    assert raised.value.problems == [
+        f"{tmp_path / 'releases' / 'official'}: no such directory (manage.py download_release --to DIR fetches the "
+        "official release; build_release and build_demo_release build one)"
+    ]
+
+
 def test_data_path_outside_the_release_is_refused(tmp_path):
     root = official_release(tmp_path / "release", ("T3",))
     placeholder_data(root, ["T3"])
