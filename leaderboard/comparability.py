@@ -10,14 +10,19 @@ with a mark and the reasons below, and without a rank among them.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from benchmark.wording import OFFICIAL
 from leaderboard.published import PAPER_BOARD
 from runs.agents import is_baseline
-from runs.model.agent import PAPER_MAX_TOKENS, PAPER_PROTOCOL, PAPER_TEMPERATURE
+from runs.model.agent import CONTROL_SETTINGS, PAPER_MAX_TOKENS, PAPER_PROTOCOL, PAPER_TEMPERATURE
 from runs.models import Run
 
 COMPARABLE = "comparable with the paper"
+# The settings the comparability mark reads, beside the prompt set.
+HOW_CALLED = ("tool_protocol", "max_tokens", "temperature")
+# How a model is reached, which its scores do not depend on.
+REACH_SETTINGS = CONTROL_SETTINGS - set(HOW_CALLED)
 
 
 @dataclass(frozen=True)
@@ -42,10 +47,21 @@ def how_called(run: Run) -> dict[str, str]:
     """The prompt set, tool protocol, max_tokens and temperature of ``run``, as text ("not recorded" if unknown)."""
     settings = run.settings or {}
     shown = {"prompt_set": run.prompt_set}
-    for name in ("tool_protocol", "max_tokens", "temperature"):
+    for name in HOW_CALLED:
         value = settings.get(name)
         shown[name] = "not recorded" if value is None else str(value)
     return shown
+
+
+def run_settings(run: Run) -> dict[str, Any]:
+    """What ``run``'s scores depend on beside its model and suite: its prompt set, tool protocol,
+    max_tokens and temperature (None when not recorded), and any other decoding setting it was given
+    (``top_p``, ...); not how the model was reached (transport, timeout).
+
+    Two runs of one model on one suite with equal settings repeat the same experiment.
+    """
+    given = {name: value for name, value in (run.settings or {}).items() if name not in REACH_SETTINGS}
+    return {"prompt_set": run.prompt_set, **dict.fromkeys(HOW_CALLED), **dict(sorted(given.items()))}
 
 
 def comparability(run: Run, *, suite=None) -> Comparability:

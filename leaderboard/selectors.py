@@ -17,10 +17,11 @@ from __future__ import annotations
 import csv
 import functools
 import io
+import json
 import statistics
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
 from decimal import Decimal
 from typing import Any
 
@@ -34,7 +35,7 @@ from benchmark.scoring.classification import INVALID, REFERENCE_CLASSES
 from benchmark.scoring.epochs import overall_over_epochs
 from leaderboard import stats
 from leaderboard.access import ENDED
-from leaderboard.comparability import Comparability, comparability
+from leaderboard.comparability import Comparability, comparability, run_settings
 from leaderboard.models import PublishedResult, RunSummary, ShortcutAudit
 from leaderboard.published import CITATION, PAPER_BOARD, parse_parameters
 from leaderboard.services import current_summary, item_score, overall_resamples, task_signatures
@@ -50,6 +51,11 @@ METRIC_COLUMNS: tuple[tuple[str, str, bool], ...] = tuple(
     for metric in (PRIMARY_METRIC[task], *SECONDARY_METRICS[task])
 )
 SOURCES = ("run", "published")
+# Which run of a model and settings a board shows and ranks (``default_marks``), as its downloads and the API say.
+DEFAULT_ROWS = (
+    "one row per model and settings (prompt set, tool protocol, max tokens, temperature): the latest of its most "
+    "completely scored runs; its other runs with the same settings are not ranked"
+)
 # The one-feature shortcut audit's reference row: its name and its ``source`` in downloads.
 AUDIT_LABEL = "one-feature audit"
 AUDIT_SOURCE = "one_feature_audit"
@@ -104,7 +110,10 @@ class LeaderboardRow:
     are means over epochs, ``overall_epochs`` the per-epoch Overall with its standard deviation
     (``benchmark.scoring.epochs.overall_over_epochs``), and ``epoch_stats`` per task the
     summary's ``epochs`` entry (per-epoch scores, ``sd``, ``flip_rate``, and ``pass_hat_k`` and
-    ``pass_at_k`` for T1-T4).
+    ``pass_at_k`` for T1-T4). ``settings`` are a run's (``comparability.run_settings``, None for a
+    published row); of a model's runs with equal settings the board shows one by default
+    (``shown_by_default``, see ``default_marks``), ``default_run_id`` (the run it shows, for each of
+    them) and ``n_other_runs`` (on that run's row, how many others it stands for).
     """
 
     source: str
@@ -137,6 +146,10 @@ class LeaderboardRow:
     overall_epochs: dict[str, Any] | None = None
     epoch_stats: dict[str, dict[str, Any]] = field(default_factory=dict)
     baseline: bool = False  # a built-in baseline's run: it calls no model and costs nothing
+    settings: dict[str, Any] | None = None
+    shown_by_default: bool = True
+    default_run_id: int | None = None
+    n_other_runs: int = 0
 
     @property
     def overall_sd(self) -> float | None:
@@ -160,6 +173,13 @@ class LeaderboardRow:
     def primary(self, task: str) -> float | None:
         return self.metrics[task][PRIMARY_METRIC[task]]
 
+    @property
+    def experiment(self) -> tuple:
+        """What a run repeats when another run shares it: its model and settings (a published row's own key)."""
+        if self.settings is None:
+            return (self.key,)
+        return (self.model, *((name, _hashable(value)) for name, value in self.settings.items()))
+
 
 @dataclass
 class Leaderboard:
@@ -176,10 +196,16 @@ class Leaderboard:
     filters: dict[str, Any] = field(default_factory=dict)
     citation: str = ""
     among_paper_rows: bool = False
+    default_rows: str = DEFAULT_ROWS
 
     @property
     def has_published(self) -> bool:
         return any(row.is_published for row in self.rows)
+
+    @property
+    def n_other_runs(self) -> int:
+        """How many of the rows are runs the board does not show by default (``default_marks``)."""
+        return sum(not row.shown_by_default for row in self.rows)
 
     @functools.cached_property
     def audits(self) -> dict[str, ShortcutAudit]:
@@ -252,6 +278,7 @@ def _run_row(run: Run, summary: RunSummary, *, suite: Suite) -> LeaderboardRow:
         overall_epochs=overall_over_epochs(summary.tasks),
         epoch_stats={task: scored["epochs"] for task, scored in summary.tasks.items() if "epochs" in scored},
         baseline=is_baseline(run.model.provider_model),
+        settings=run_settings(run),
     )
 
 
@@ -288,14 +315,67 @@ def _published_row(result: PublishedResult) -> LeaderboardRow:
     )
 
 
+def _hashable(value: Any) -> Any:
+    """A setting's value as part of a key: a number as itself (0 and 0.0 are one temperature), a list or dict as JSON."""
+    return value if isinstance(value, (str, int, float, type(None))) else json.dumps(value, sort_keys=True)
+
+
+def overall_completeness(row: LeaderboardRow) -> tuple:
+    """How completely a row is scored: every task on every instance, every task, how many tasks completely, how many."""
+    scored = [official for official in row.official.values() if official is not None]
+    return (row.overall is not None and row.overall_official, row.overall is not None, sum(scored), len(scored))
+
+
+@dataclass(frozen=True)
+class DefaultMark:
+    """Whether a board shows a row by default, the run it shows for the row's model and settings
+    (None for a published row), and, on that run's row, how many other runs it stands for."""
+
+    shown_by_default: bool
+    default_run_id: int | None
+    n_other_runs: int
+
+
+def default_marks(
+    rows: Iterable[LeaderboardRow], *, completeness: Callable[[LeaderboardRow], tuple] = overall_completeness
+) -> dict[str, DefaultMark]:
+    """Which row a board shows for each model and settings (``LeaderboardRow.experiment``), by row key.
+
+    Of a model's runs with equal settings, the latest (the highest id) of those ``completeness``
+    puts first; a published row stands for itself. The choice never looks at a score: the best of
+    several runs would flatter a model that was run more often.
+    """
+    runs: dict[tuple, list[LeaderboardRow]] = defaultdict(list)
+    for row in rows:
+        runs[row.experiment].append(row)
+    marks = {}
+    for group in runs.values():
+        shown = max(group, key=lambda row: (*completeness(row), row.run_id or 0))
+        for row in group:
+            marks[row.key] = DefaultMark(row is shown, shown.run_id, len(group) - 1 if row is shown else 0)
+    return marks
+
+
+def _show_default_rows(rows: list[LeaderboardRow]) -> None:
+    """Mark on ``rows`` the row of each model and settings the board shows (``default_marks``)."""
+    marks = default_marks(rows)
+    for row in rows:
+        mark = marks[row.key]
+        row.shown_by_default, row.default_run_id, row.n_other_runs = (
+            mark.shown_by_default, mark.default_run_id, mark.n_other_runs
+        )
+
+
 def _rank(rows: list[LeaderboardRow], *, among_paper_rows: bool = False) -> list[LeaderboardRow]:
     """Order rows best first, number them, group overlapping intervals and mark the frontier.
 
-    ``among_paper_rows`` (a board with the paper's rows): only the paper's rows and the comparable
-    runs get a rank; the other runs keep their place by Overall, without a number.
+    Only the rows shown by default (``shown_by_default``) are ranked and on the frontier, and on a
+    board with the paper's rows (``among_paper_rows``) only the paper's rows and the comparable runs
+    among them; every other row keeps its place by Overall, without a number.
     """
     rows = sorted(rows, key=lambda row: (row.overall is None, -(row.overall or 0.0), row.model, row.key))
-    ranked = [row for row in rows if row.overall is not None and (row.comparable or not among_paper_rows)]
+    shown = [row for row in rows if row.shown_by_default]
+    ranked = [row for row in shown if row.overall is not None and (row.comparable or not among_paper_rows)]
     groups = stats.tie_groups([row.overall_ci for row in ranked])
     spans: dict[int, list[int]] = defaultdict(list)
     for position, (row, group) in enumerate(zip(ranked, groups), start=1):
@@ -304,8 +384,8 @@ def _rank(rows: list[LeaderboardRow], *, among_paper_rows: bool = False) -> list
     for row in ranked:
         positions = spans[row.tie_group]
         row.tie_range = (positions[0], positions[-1])
-    frontier = stats.pareto_frontier([row.cost_paper_usd for row in rows], [row.overall for row in rows])
-    for row, on_frontier in zip(rows, frontier):
+    frontier = stats.pareto_frontier([row.cost_paper_usd for row in shown], [row.overall for row in shown])
+    for row, on_frontier in zip(shown, frontier):
         row.on_pareto_frontier = on_frontier
     return rows
 
@@ -387,7 +467,9 @@ def leaderboard(
     Returns
     -------
     Leaderboard
-        Rows best first. Ranks, tie groups and the Pareto frontier are those of the rows shown.
+        Rows best first. One row per model and settings is shown by default (``shown_by_default``:
+        the latest of its most completely scored runs, ``default_marks``), the others beside it
+        unranked. Ranks, tie groups and the Pareto frontier are those of the rows shown by default.
         A run's Overall is the mean of its six primary scores when all six tasks are scored
         (``overall_official`` when all six are official, that is, complete), blank otherwise:
         a mean over some of the tasks would not compare with the others. Its interval is a
@@ -407,6 +489,7 @@ def leaderboard(
         raise ValueError(f"weights must be one of {', '.join(WEIGHTS)}, not {weights!r}")
     data = _board_data(suite, details=False)
     rows = data.rows()
+    _show_default_rows(rows)
     families = sorted({row.family for row in rows if row.family}, key=str.casefold)
     if source is not None:
         rows = [row for row in rows if row.source == source]
@@ -471,8 +554,8 @@ def boards() -> list[Board]:
 
 
 CSV_COLUMNS = (
-    "rank", "tie_group", "model", "source", "run_id", "comparable", "not_comparable_because", "family",
-    "parameters", "open_weight",
+    "rank", "tie_group", "model", "source", "run_id", "shown_by_default", "default_run_id", "comparable",
+    "not_comparable_because", "family", "parameters", "open_weight",
     "overall", "overall_ci_low", "overall_ci_high", "overall_official",
     *(f"{task}_{metric}" for task, metric, _ in METRIC_COLUMNS),
     "cost_usd", "cost_paper_usd", "prompt_tokens", "completion_tokens", "total_tokens", "on_pareto_frontier",
@@ -490,6 +573,9 @@ def _plain_usd(cost: Decimal | None) -> str:
 def leaderboard_csv(board: Leaderboard) -> str:
     """The board as CSV text, one line per row in rank order, with ``CSV_COLUMNS`` as header.
 
+    Every run is a line: ``shown_by_default`` marks the one run of each model and settings the page
+    shows and ranks (``DEFAULT_ROWS``), ``default_run_id`` names it on each of its model's lines.
+
     Costs are plain decimals in USD, blank for an unpriced row (a blank cost is unknown, not free).
     A suite with a one-feature shortcut audit ends with its reference row: ``source``
     ``one_feature_audit``, the audited primary scores, and no rank, tie group or frontier.
@@ -500,7 +586,8 @@ def leaderboard_csv(board: Leaderboard) -> str:
     for row in board.rows:
         low, high = row.overall_ci or (None, None)
         writer.writerow([
-            row.rank, row.tie_group, row.model, row.source, row.run_id, row.comparable,
+            row.rank, row.tie_group, row.model, row.source, row.run_id, row.shown_by_default, row.default_run_id,
+            row.comparable,
             "; ".join(row.comparability.reasons) if row.comparability else "", row.family, row.parameters,
             row.is_open_weight, row.overall, low, high, row.overall_official,
             *(row.metrics[task][metric] for task, metric, _ in METRIC_COLUMNS),
@@ -725,7 +812,9 @@ class TaskAnalysis:
 
     ``rows``: every board row with this task's metrics, official flag and ``comparable`` flag with
     its ``reasons`` (on a board with the paper's rows, ``among_paper_rows``, only comparable rows are
-    ranked among the paper's). ``confusion`` (T1-T4):
+    ranked among the paper's), ``rank`` (on the board, by Overall) and the ``DefaultMark`` fields of
+    the task: of a model's runs with equal settings, the latest that scored the task completely is
+    shown by default. ``confusion`` (T1-T4):
     per run, the pooled confusion matrix (gold rows, predicted columns plus ``__invalid__``).
     ``snr`` (T2): see ``_t2_snr``. ``miss_over_alarm`` (T5): per run, the share of seizure-positive
     records no prediction touches and of seizure-free records with any prediction.
@@ -839,10 +928,14 @@ def task_analysis(*, suite: str = PAPER_BOARD, task: str) -> TaskAnalysis:
     if task not in TASK_IDS:
         raise ValueError(f"unknown task {task!r}; tasks are {', '.join(TASK_IDS)}")
     data = _board_data(suite, details=True)
-    rows = _rank(data.rows(), among_paper_rows=data.has_paper_rows)
+    rows = data.rows()
+    _show_default_rows(rows)
+    rows = _rank(rows, among_paper_rows=data.has_paper_rows)
     by_key = {row.key: row for row in rows}
     runs = [(by_key[f"run-{run.pk}"], summary) for run, summary in data.runs if task in summary.tasks]
     runs.sort(key=lambda pair: rows.index(pair[0]))
+    scored = [row for row in rows if row.official[task] is not None]
+    marks = default_marks(scored, completeness=lambda row: (row.official[task],))
     result = TaskAnalysis(
         suite=suite,
         task=task,
@@ -850,8 +943,9 @@ def task_analysis(*, suite: str = PAPER_BOARD, task: str) -> TaskAnalysis:
         is_synthetic=data.is_synthetic,
         rows=[
             {**_point(row), "rank": row.rank, "metrics": row.metrics[task], "official": row.official[task],
-             "comparable": row.comparable, "reasons": row.comparability.reasons if row.comparability else ()}
-            for row in rows if row.official[task] is not None
+             "comparable": row.comparable, "reasons": row.comparability.reasons if row.comparability else (),
+             **asdict(marks[row.key])}
+            for row in scored
         ],  # fmt: skip
         among_paper_rows=data.has_paper_rows,
     )

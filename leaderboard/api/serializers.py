@@ -82,6 +82,15 @@ class LeaderboardRowSerializer(serializers.Serializer):
     epoch_stats = serializers.JSONField(
         help_text="Per task of a run of several epochs: {k, scores, sd, flip_rate, pass_hat_k, pass_at_k}."
     )
+    settings = serializers.JSONField(
+        allow_null=True, help_text="A run's prompt set and decoding settings (null for a published row)."
+    )
+    shown_by_default = serializers.BooleanField(
+        help_text="Whether the board shows and ranks this row: one run per model and settings (see default_rows)."
+    )
+    default_run_id = serializers.IntegerField(
+        allow_null=True, help_text="The run the board shows for this run's model and settings (null for a published row)."
+    )
 
     def get_not_comparable_because(self, row) -> list[str]:
         """Why a run is not comparable with the paper's rows (empty for a comparable run or a published row)."""
@@ -98,6 +107,7 @@ class LeaderboardSerializer(serializers.Serializer):
     citation = serializers.CharField()
     families = serializers.ListField(child=serializers.CharField())
     among_paper_rows = serializers.BooleanField()
+    default_rows = serializers.CharField(help_text="Which run of a model and settings is shown by default, and ranked.")
     rows = LeaderboardRowSerializer(many=True)
 
 

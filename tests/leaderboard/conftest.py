@@ -6,6 +6,7 @@ decimated). Model "Alpha-1" answers every task well, "Beta-2" gets some wrong, l
 an answer and fails T4. Each signal episode calls ``compute_windowed_features`` (a real tool
 result on the recording) and ``get_channel_list`` before answering.
 """
+from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -194,12 +195,22 @@ def play(episode: Episode, answer: dict | None, *, fail: bool = False) -> None:
     )
 
 
-def finished_run(suite: Suite, model: ModelSpec, answers: dict, *, missing=(), failed=()) -> Run:
+def finished_run(
+    suite: Suite, model: ModelSpec, answers: dict, *, missing=(), failed=(), later_epochs: Sequence[dict] = (),
+    **options,
+) -> Run:
+    """A run of ``model`` on every task of ``suite``, played and ended.
+
+    ``answers`` by task (GOOD_ANSWERS where absent); ``later_epochs``: the answers of each epoch
+    after the first (a run of ``1 + len(later_epochs)`` epochs); ``options``: other ``create_run``
+    arguments (``settings``, ``prompt_set``).
+    """
     run = create_run(suite=suite, model=model, tasks=list(Task.objects.values_list("code", flat=True)),
-                     name=f"{model.name} on {suite.name}")
+                     name=f"{model.name} on {suite.name}", epochs=1 + len(later_epochs), **options)
     for episode in run.episodes.select_related("instance__task", "instance__suite__release"):
         code = episode.instance.task.code
-        play(episode, None if code in missing else answers.get(code, GOOD_ANSWERS[code]), fail=code in failed)
+        played = (answers, *later_epochs)[episode.epoch]
+        play(episode, None if code in missing else played.get(code, GOOD_ANSWERS[code]), fail=code in failed)
     Run.objects.filter(pk=run.pk).update(status=Status.FAILED if failed else Status.COMPLETED,
                                          started_at=timezone.now(), finished_at=timezone.now())
     run.refresh_from_db()
@@ -235,3 +246,32 @@ def bench(db, tmp_path) -> Bench:
     alpha = finished_run(suite, alpha_model, GOOD_ANSWERS)
     beta = finished_run(suite, beta_model, WEAK_ANSWERS, missing=("T6",), failed=("T4",))
     return Bench(suite=suite, alpha=alpha, beta=beta)
+
+
+@dataclass
+class Repeated:
+    """The bench board with runs repeated: ``bench.alpha`` and a later run of Alpha-1 at the same
+    settings (``latest_alpha``, weaker), Alpha-1 at temperature 0.7 (``warm_alpha``), and Gamma-3,
+    a run of three epochs whose T1, T2 and T5 answers differ between epochs (``gamma``)."""
+
+    bench: Bench
+    latest_alpha: Run
+    warm_alpha: Run
+    gamma: Run
+
+
+@pytest.fixture
+def repeated(bench) -> Repeated:
+    alpha_model = bench.alpha.model
+    latest = finished_run(bench.suite, alpha_model, {**GOOD_ANSWERS, "T1": {"answer": "C"}})
+    warm = finished_run(bench.suite, alpha_model, GOOD_ANSWERS,
+                        settings={"tool_protocol": "text", "max_tokens": 8192, "temperature": 0.7})
+    gamma_model = ModelSpec.objects.create(
+        name="Gamma-3-Long-Context-Preview", provider_model="openai/gamma-3", family="Gamma", parameters="8B",
+        parameters_b=8, is_open_weight=True, input_price_per_mtok=Decimal("0.2"), output_price_per_mtok=Decimal("0.8"),
+    )
+    gamma = finished_run(bench.suite, gamma_model, GOOD_ANSWERS, later_epochs=(
+        {"T1": {"answer": "C"}, "T5": {"seizure_events": []}},
+        {"T2": {"classification": "clean", "findings": []}},
+    ))
+    return Repeated(bench=bench, latest_alpha=latest, warm_alpha=warm, gamma=gamma)

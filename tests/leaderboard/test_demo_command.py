@@ -59,6 +59,7 @@ def test_demo_builds_runs_the_baselines_and_the_leaderboard_lists_them(settings,
     # What it printed says what it means: the paper's rows and their models, and a free baseline.
     assert "the paper's 29 published rows are loaded. 29 of their models were new to the platform" in out.getvalue()
     assert "$" not in out.getvalue() and "cost free (built-in baseline)" in out.getvalue()
+    assert out.getvalue().rstrip().endswith(demo.sign_in_help("http://127.0.0.1:8000/"))
 
     page = client.get(reverse("leaderboard:index"))
     assert page.status_code == 200
@@ -70,6 +71,21 @@ def test_demo_builds_runs_the_baselines_and_the_leaderboard_lists_them(settings,
     call_command("demo", no_serve=True, stdout=again, stderr=io.StringIO())
     assert again.getvalue().count("Reusing the completed run") == 2
     assert Run.objects.filter(suite__name="demo").count() == 2
+
+
+def test_the_demo_says_how_staff_and_players_sign_in(client, django_user_model):
+    said = demo.sign_in_help("http://127.0.0.1:8000/")
+    assert "log in at http://127.0.0.1:8000/accounts/login/" in said
+    assert "Make a staff account, in another terminal in this directory: " in said
+    assert said.split("\n")[0].endswith(" manage.py createsuperuser")
+    assert "invite_player NAME" in said and "sign in on the same page and play at http://127.0.0.1:8000/play/" in said
+    django_user_model.objects.create_user("alice", password="x", is_staff=True)
+    django_user_model.objects.create_user("bob", password="x")
+    said = demo.sign_in_help("http://127.0.0.1:8000/")
+    assert "Staff accounts: alice." in said and "createsuperuser" not in said
+    page = client.get(reverse("login")).content.decode()
+    assert "<h1>Log in</h1>" in page and "players invited by staff" in page
+    assert ">Log in</a>" in client.get(reverse("leaderboard:runs")).content.decode()
 
 
 def test_demo_refuses_an_address_in_use_before_building_anything_or_starting_a_worker(settings, tmp_path, no_worker):

@@ -4,14 +4,17 @@ Migrates, builds the synthetic demo release if it is absent, imports the paper's
 results, runs the two built-in agents on the demo suite, then serves the site with a queue
 worker beside it (a ``manage.py qcluster`` child process, stopped with the server), so that a
 run started from the site plays. Everything it makes is reused by the next ``demo``, which is
-serving within seconds.
+serving within seconds. Its last lines say how to sign in: a staff account to make, and where
+players sign in.
 """
+import os
 import re
 import signal
 import socket
 import sys
 import time
 
+from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 from django.core.management.commands.runserver import naiveip_re
@@ -43,6 +46,21 @@ def unavailable(addrport: str) -> str | None:
         except OSError as exc:
             return exc.strerror or str(exc)
     return None
+
+
+def sign_in_help(url: str) -> str:
+    """How to sign in to the demo at ``url``: as staff (the accounts there are, or how to make one), or as a player."""
+    python = os.path.relpath(sys.executable) if sys.executable.startswith(os.getcwd() + os.sep) else sys.executable
+    staff = sorted(get_user_model().objects.filter(is_staff=True, is_active=True).values_list("username", flat=True))
+    if staff:
+        account = f"Staff accounts: {', '.join(staff)}."
+    else:
+        account = f"Make a staff account, in another terminal in this directory: {python} manage.py createsuperuser"
+    return (
+        f"Staff start, cancel and resume runs from the site: they log in at {url}accounts/login/ (\"Log in\", top "
+        f"right). {account}\nPlayers, invited with {python} manage.py invite_player NAME (which prints their "
+        f"password), sign in on the same page and play at {url}play/."
+    )
 
 
 def _exit_on_sigterm(signum, frame):
@@ -100,6 +118,7 @@ class Command(BaseCommand):
         self.stdout.write(self.style.SUCCESS(
             f"Ready in {time.perf_counter() - started:.1f} s. The leaderboard is at {url}"
         ))
+        self.stdout.write(sign_in_help(url))
         if serve:
             serve_with_a_worker(options["addrport"], stdout=self.stdout)
 
