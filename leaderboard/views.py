@@ -137,12 +137,14 @@ def _chart_points(points, labels: dict[str, str], **fields) -> list[dict]:
 
 
 def _board_section(board: selectors.Leaderboard) -> dict:
-    labels = _labels_for([_row_point(row) for row in board.rows])
+    """A board's section of the leaderboard page; its chart shows the rows the table shows by default."""
+    shown = [row for row in board.rows if row.shown_by_default]
+    labels = _labels_for([_row_point(row) for row in shown])
     chart_rows = [
         {"label": labels[row.key], "overall": row.overall, "published": row.is_published,
          "ci_low": row.overall_ci[0] if row.overall_ci else None,
          "ci_high": row.overall_ci[1] if row.overall_ci else None}
-        for row in board.rows
+        for row in shown
     ]
     figure = charts.overall_figure(chart_rows)
     return {
@@ -294,8 +296,9 @@ def _task_figures(
     SNR and recording length are absent: they restate the answer key in aggregate.
     """
     primary = PRIMARY_METRIC[analysis.task]
+    shown = [{**row, "score": row["metrics"][primary]} for row in analysis.rows if row["shown_by_default"]]
     figures = {"scores": charts.task_scores_figure(
-        _chart_points([{**row, "score": row["metrics"][primary]} for row in analysis.rows], labels, score="score"),
+        _chart_points(shown, labels, score="score"),
         metric=metric_name(primary),
         audit_score=audit_score,
     )}
@@ -317,13 +320,14 @@ def _task_figures(
 def _by_task_score(analysis: selectors.TaskAnalysis) -> list[dict]:
     """A task's rows best first by the task's primary metric, each with its ``task_rank``.
 
-    Beside the paper's rows only they and the comparable runs are ranked; the others keep their place.
+    Only the rows shown by default are ranked (one per model and settings), and beside the paper's
+    rows only they and the comparable runs; the others keep their place.
     """
     primary = PRIMARY_METRIC[analysis.task]
     rows = sorted(analysis.rows, key=lambda row: (row["metrics"][primary] is None, -(row["metrics"][primary] or 0)))
     ranked, position = [], 0
     for row in rows:
-        counted = row["comparable"] or not analysis.among_paper_rows
+        counted = row["shown_by_default"] and (row["comparable"] or not analysis.among_paper_rows)
         position += counted
         ranked.append({**row, "task_rank": position if counted else None})
     return ranked
@@ -344,6 +348,7 @@ def task(request: HttpRequest, code: str) -> HttpResponse:
         "metrics": [task.primary_metric, *task.secondary_metrics],
         "analysis": data,
         "rows": _by_task_score(data) if data else [],
+        "n_other_runs": sum(not row["shown_by_default"] for row in data.rows) if data else 0,
         "labels": labels,
         "figures": _task_figures(data, labels, audit_score=audit.best.get("score") if audit else None,
                                  items=items) if data else {},

@@ -55,6 +55,15 @@ def score(value, places: int = 3) -> str:
 
 
 @register.filter
+def spread(sd) -> str:
+    """A standard deviation over epochs as ``± 0.085``; blank when there is none or it is 0.000 as shown."""
+    if sd is None or sd == "":
+        return ""
+    shown = score(sd)
+    return f"± {shown}" if float(shown) else ""
+
+
+@register.filter
 def percent(value, places: int = 1) -> str:
     if value is None:
         return "–"

@@ -111,7 +111,7 @@ def screenshot(browser, name: str) -> None:
 
 
 def overall_column(browser) -> list[float]:
-    cells = browser.find_elements(By.CSS_SELECTOR, "#board-bench table.leaderboard tbody tr td:nth-child(5)")
+    cells = browser.find_elements(By.CSS_SELECTOR, "#board-bench table.leaderboard tbody tr td.overall")
     return [float(cell.get_attribute("data-sort")) for cell in cells if cell.get_attribute("data-sort")]
 
 

@@ -1,12 +1,15 @@
 """The leaderboard table and its legends in a real browser, at desktop and phone sizes.
 
-The table must fit a 1920 px and a 1400 px window, and below that scroll inside its own box
-with the model column kept in view; the page itself never scrolls sideways. Uses the headless
-Chromium of ``test_browser`` (skipped without it).
+The table must fit a 1920 px and a 1400 px window, also with a run of several epochs and a model
+run again, and below that scroll inside its own box with the model column kept in view; the page
+itself never scrolls sideways, and a phone shows every row's rank, model and Overall before any
+scrolling. Uses the headless Chromium of ``test_browser`` (skipped without it).
 """
 import pytest
 from django.urls import reverse
+from selenium.webdriver.common.by import By
 
+from leaderboard.services import import_published
 from tests.leaderboard.test_browser import board, browser, no_console_errors, pytestmark, wait_for  # noqa: F401 (fixtures, marks)
 
 
@@ -122,3 +125,74 @@ def test_the_legends_name_the_marks_and_match_the_chart(sized, live_server, boar
     assert "★ on the cost–Overall Pareto frontier" in legend["tableLegendText"]
     # each legend glyph has the colour of markers the chart drew, and each drawn colour has a glyph
     assert sorted(color for _, color in legend["glyphs"]) == sorted(legend["drawnColors"])
+
+
+# Issue 32: a board with a run of three epochs and a model run again, beside the paper's rows.
+# Where the bench board's shown rows put rank, model and Overall, and how wide its table is.
+SHOWN_ROWS = """
+const section = document.querySelector('#board-bench');
+const box = section.querySelector('.board-table');
+const rect = element => element.getBoundingClientRect();
+const rows = [...box.querySelectorAll('tbody tr')].filter(row => getComputedStyle(row).display !== 'none');
+const inBox = cell => rect(cell).left >= rect(box).left - 1 && rect(cell).right <= rect(box).right + 1;
+const overallHeader = box.querySelector('thead th.overall');
+return {
+  innerWidth: window.innerWidth, pageWidth: document.documentElement.scrollWidth,
+  scrollLeft: box.scrollLeft, scrollWidth: box.scrollWidth, clientWidth: box.clientWidth,
+  shown: rows.length, otherRuns: rows.filter(row => row.classList.contains('other-run')).length,
+  headerInView: inBox(overallHeader),
+  outOfView: rows.filter(row => !['td.rank', 'td.model', 'td.overall'].every(cell => inBox(row.querySelector(cell))))
+    .map(row => row.querySelector('td.model').textContent.trim()),
+  spreads: [...box.querySelectorAll('.epoch-sd')].map(span => span.textContent.trim()),
+};
+"""
+
+# The element drawn at the middle of each shown row's Overall cell, scrolled into view: the cell itself?
+OVERALL_ON_TOP = """
+const rows = [...document.querySelectorAll('#board-bench .board-table tbody tr')]
+  .filter(row => getComputedStyle(row).display !== 'none');
+return rows.every(row => {
+  const cell = row.querySelector('td.overall');
+  cell.scrollIntoView({block: 'center'});
+  const box = cell.getBoundingClientRect();
+  const drawn = document.elementFromPoint(box.left + box.width / 2, box.top + box.height / 2);
+  return drawn !== null && drawn.closest('td') === cell;
+});
+"""
+
+
+@pytest.fixture
+def repeated_board(repeated):
+    import_published(board=repeated.bench.suite.name)
+    return repeated
+
+
+def open_repeated_board(browser, live_server, width: int, height: int) -> dict:
+    open_board(browser, live_server, width, height)
+    return browser.execute_script(SHOWN_ROWS)
+
+
+def show_every_run(browser) -> dict:
+    browser.find_element(By.CSS_SELECTOR, "#board-bench .every-run-choice label").click()
+    return browser.execute_script(SHOWN_ROWS)
+
+
+def test_a_phone_shows_rank_model_and_overall_of_every_row_without_scrolling(sized, live_server, repeated_board):
+    layout = open_repeated_board(sized, live_server, 390, 844)
+    assert layout["pageWidth"] <= layout["innerWidth"] and layout["scrollLeft"] == 0
+    assert layout["headerInView"]
+    assert layout["shown"] == 4 + 29 and layout["otherRuns"] == 0  # Alpha-1's earlier run is behind the checkbox
+    assert layout["outOfView"] == []  # no Overall, nor its interval's "[", cut at the box's edge
+    assert sized.execute_script(OVERALL_ON_TOP), "an Overall cell is covered"
+    every = show_every_run(sized)
+    assert (every["shown"], every["otherRuns"], every["outOfView"]) == (4 + 29 + 1, 1, [])
+    assert sized.execute_script(OVERALL_ON_TOP)
+
+
+def test_the_desktop_table_fits_with_a_run_of_several_epochs_and_a_repeated_model(sized, live_server, repeated_board):
+    layout = open_repeated_board(sized, live_server, *DESKTOP)
+    assert layout["scrollWidth"] <= layout["clientWidth"], "the table scrolls sideways at 1400 px"
+    assert layout["pageWidth"] <= layout["innerWidth"]
+    assert len(layout["spreads"]) == 4  # Gamma-3's Overall, T1, T2 and T5, each beneath its mean
+    every = show_every_run(sized)
+    assert every["otherRuns"] == 1 and every["scrollWidth"] <= every["clientWidth"]

@@ -5,12 +5,14 @@ weaker), once at temperature 0.7, and Gamma-3 over three epochs, beside Beta-2.
 """
 import csv
 import io
+import re
 from dataclasses import replace
 
 import pytest
+from django.template import Context, Template
 from django.urls import reverse
 
-from leaderboard import selectors
+from leaderboard import selectors, views
 from leaderboard.comparability import run_settings
 from leaderboard.services import import_published
 from runs.models import Run, Status
@@ -80,6 +82,19 @@ def test_a_task_board_shows_the_latest_run_that_scored_the_task(repeated):
     assert partial.pk not in t1 and t1[alpha.pk]["shown_by_default"]
 
 
+def test_the_task_page_ranks_only_the_rows_shown_by_default(client, repeated):
+    html = client.get(reverse("leaderboard:task", args=["T1"]), {"suite": "bench"}).content.decode()
+    rows = re.findall(r'<tr class="run( other-run)?">(.*?)</tr>', html, re.S)
+    hidden = [row for other, row in rows if other]
+    assert len(rows) == 5 and len(hidden) == 1
+    assert f'href="/runs/{repeated.bench.alpha.pk}/"' in hidden[0]
+    assert re.search(r'<td class="num" data-sort="">–</td>', hidden[0])  # no rank for the task
+    ranks = sorted(int(rank) for other, row in rows if not other
+                   for rank in re.findall(r'<td class="num" data-sort="(\d+)">', row)[:1])
+    assert ranks == [1, 2, 3, 4]
+    assert 'class="every-run"' in html and "1 other run with the same model and settings is not" in html
+
+
 @pytest.mark.parametrize("first, second, same", [
     ({"temperature": 0}, {"temperature": 0.0}, True),
     ({"temperature": 0, "transport": "direct"}, {"temperature": 0, "timeout_sec": 30}, True),
@@ -125,3 +140,36 @@ def test_published_rows_are_each_shown(bench):
     board = selectors.leaderboard(suite="bench")
     published = [row for row in board.rows if row.is_published]
     assert len(published) == 29 and all(row.shown_by_default and row.default_run_id is None for row in published)
+
+
+def test_the_board_page_hides_the_other_runs_behind_a_checkbox_and_says_which_run_it_shows(client, repeated):
+    html = client.get(reverse("leaderboard:index")).content.decode()
+    intro = re.search(r'<p class="lead" id="board-intro">(.*?)</p>', html, re.S).group(1)
+    assert "has one row, its <em>latest</em> complete run" in intro
+    assert '<input type="checkbox" class="every-run">' in html
+    rows = re.findall(r'<tr class="run( other-run)?" data-source="run">(.*?)</tr>', html, re.S)
+    hidden = [row for other, row in rows if other]
+    assert len(hidden) == 1 and f'href="/runs/{repeated.bench.alpha.pk}/"' in hidden[0]
+    assert f"not ranked: run {repeated.latest_alpha.pk} is the row of this model and settings" in hidden[0]
+    latest = next(row for _, row in rows if f'href="/runs/{repeated.latest_alpha.pk}/"' in row)
+    assert ">+1 run</span>" in latest
+    # the chart shows the rows shown by default, labelled apart where a model has two (two settings)
+    labels = views._board_section(selectors.leaderboard(suite="bench"))["figure"]["layout"]["yaxis"]["categoryarray"]
+    assert sorted(label for label in labels if label.startswith("Alpha-1")) == [
+        f"Alpha-1 · run {repeated.latest_alpha.pk}", f"Alpha-1 · run {repeated.warm_alpha.pk}"]
+    assert len(labels) == 4
+
+
+def test_a_spread_over_epochs_is_shown_where_it_is_not_zero(client, repeated):
+    html = client.get(reverse("leaderboard:index")).content.decode()
+    gamma = next(row for row in re.findall(r'<tr class="run" data-source="run">(.*?)</tr>', html, re.S)
+                 if f'href="/runs/{repeated.gamma.pk}/"' in row)
+    spreads = re.findall(r'<span class="epoch-sd"[^>]*>(.*?)</span>', gamma)
+    assert len(spreads) == 1 + 3  # Overall, T1, T2 and T5 differ between epochs; T3, T4 and T6 do not
+    assert "± 0.000" not in html and "× 3 epochs" in gamma
+
+
+@pytest.mark.parametrize("sd, shown", [(None, ""), ("", ""), (0.0, ""), (0.0004, ""), (0.0005, "± 0.001"),
+                                       (0.0851, "± 0.085")])
+def test_the_spread_filter_leaves_out_a_spread_shown_as_zero(sd, shown):
+    assert Template("{% load leaderboard %}{{ sd|spread }}").render(Context({"sd": sd})) == shown
