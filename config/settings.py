@@ -136,6 +136,7 @@ MIDDLEWARE = [
     # First, so that every response has the policy: static files, errors and the lockout page too.
     "config.csp.ContentSecurityPolicyMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",  # after the HTTPS redirect, before anything reads a session
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -221,11 +222,29 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-# plotly.js is served from the copy inside the plotly package (as static/plotly/plotly.min.js),
-# so the charts work offline and always match the Python package that builds the figures.
+# plotly.js is served from the copy inside the plotly package (as static/plotly/plotly.min.js, and
+# nothing else of the package's data: config.static.PlotlyJsFinder), so the charts work offline
+# and always match the Python package that builds the figures.
 PLOTLY_JS_DIR = Path(importlib.util.find_spec("plotly").origin).parent / "package_data"
-STATICFILES_DIRS = [BASE_DIR / "static", ("plotly", PLOTLY_JS_DIR)]
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATICFILES_FINDERS = [
+    "django.contrib.staticfiles.finders.FileSystemFinder",
+    "django.contrib.staticfiles.finders.AppDirectoriesFinder",
+    "config.static.PlotlyJsFinder",
+]
 STATIC_ROOT = BASE_DIR / "staticfiles"
+# whitenoise serves what `manage.py collectstatic` gathered in STATIC_ROOT, with the gzip or brotli
+# copy collectstatic wrote beside each file to a browser that takes it: the deployment does (below),
+# and so does the demo (manage.py demo collects, then serves without runserver's own handler of
+# static files). Files are looked up in STATIC_ROOT only, never through the finders, whose sources
+# have no compressed copies; `runserver` and the tests' live server serve the sources themselves,
+# uncompressed, before a request reaches whitenoise.
+WHITENOISE_USE_FINDERS = False
+WHITENOISE_AUTOREFRESH = DEBUG  # on a laptop, a file collected again is served without a restart
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "config.static.CompressedStaticFiles"},
+}
 
 REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticatedOrReadOnly"],
@@ -348,16 +367,11 @@ EEGAB_PROVIDER_KEY_ENVS = env_list("EEGAB_PROVIDER_KEY_ENVS", (
 # listed (runs.model.routing.check_model_host). The command line is not held to it.
 EEGAB_ALLOWED_API_HOSTS = env_list("EEGAB_ALLOWED_API_HOSTS")
 
-# Production: with DEBUG off the site is served over HTTPS only, and whitenoise serves the
-# static files that `manage.py collectstatic` gathered, compressed and with hashed names so
-# browsers may cache them for ever. `manage.py check --deploy` is clean with the defaults.
+# Production: with DEBUG off the site is served over HTTPS only, and the static files that
+# `manage.py collectstatic` gathered have hashed names too, so browsers may cache them for ever.
+# `manage.py check --deploy` is clean with the defaults.
 if not DEBUG:
-    MIDDLEWARE.insert(MIDDLEWARE.index("django.middleware.security.SecurityMiddleware") + 1,
-                      "whitenoise.middleware.WhiteNoiseMiddleware")
-    STORAGES = {
-        "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
-        "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
-    }
+    STORAGES["staticfiles"] = {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"}
     # Off when the proxy in front already redirects plain HTTP to HTTPS.
     SECURE_SSL_REDIRECT = env_bool("EEGAB_SECURE_SSL_REDIRECT", True)
     # Only behind a proxy that sets X-Forwarded-Proto on every request (and drops the client's own):

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from django.templatetags.static import static
 
 from tests.test_settings import load_settings
 
@@ -67,6 +68,7 @@ def test_production_serves_static_files_through_whitenoise_with_hashed_names(mon
     assert loaded.MIDDLEWARE[security + 1] == WHITENOISE
     assert loaded.STORAGES["staticfiles"]["BACKEND"] == "whitenoise.storage.CompressedManifestStaticFilesStorage"
     assert loaded.STORAGES["default"]["BACKEND"] == "django.core.files.storage.FileSystemStorage"
+    assert loaded.WHITENOISE_USE_FINDERS is False and loaded.WHITENOISE_AUTOREFRESH is False
 
 
 def test_https_settings_follow_the_environment(monkeypatch):
@@ -86,15 +88,19 @@ def test_https_settings_follow_the_environment(monkeypatch):
     assert not hasattr(loaded, "SILENCED_SYSTEM_CHECKS")
 
 
-def test_laptop_keeps_plain_static_files_and_cookies(monkeypatch):
+def test_laptop_serves_collected_files_compressed_under_plain_names_and_keeps_plain_cookies(monkeypatch):
+    """The demo collects and serves through whitenoise too (config/static.py); names without hashes, read afresh."""
     loaded = load_settings(monkeypatch)
-    assert WHITENOISE not in loaded.MIDDLEWARE
-    assert not hasattr(loaded, "STORAGES")
+    security = loaded.MIDDLEWARE.index("django.middleware.security.SecurityMiddleware")
+    assert loaded.MIDDLEWARE[security + 1] == WHITENOISE
+    assert loaded.STORAGES["staticfiles"]["BACKEND"] == "config.static.CompressedStaticFiles"
+    assert loaded.WHITENOISE_USE_FINDERS is False and loaded.WHITENOISE_AUTOREFRESH is True
     assert not hasattr(loaded, "SESSION_COOKIE_SECURE")
 
 
-def test_tests_use_plain_static_storage(settings):
-    assert settings.STORAGES["staticfiles"]["BACKEND"] == "django.contrib.staticfiles.storage.StaticFilesStorage"
+def test_tests_and_the_laptop_name_static_files_without_a_manifest(settings):
+    """Pages render before any collectstatic: a static file's address is its plain name."""
+    assert static("plotly/plotly.min.js") == "/static/plotly/plotly.min.js"
 
 
 SERVE_STATIC = """
@@ -103,9 +109,12 @@ django.setup()
 from django.templatetags.static import static
 from django.test import Client
 url = static("plotly/plotly.min.js")
-response = Client().get(url, secure=True, HTTP_HOST="example.org", HTTP_ACCEPT_ENCODING="gzip")
-print(json.dumps({"url": url, "status": response.status_code,
-                  "encoding": response.get("Content-Encoding"), "cache": response.get("Cache-Control")}))
+served = {}
+for accepted in ("gzip", "gzip, deflate, br"):
+    response = Client().get(url, secure=True, HTTP_HOST="example.org", HTTP_ACCEPT_ENCODING=accepted)
+    served[accepted] = {"status": response.status_code, "encoding": response.get("Content-Encoding"),
+                        "cache": response.get("Cache-Control")}
+print(json.dumps({"url": url, "served": served}))
 """
 
 
@@ -140,6 +149,8 @@ def test_collected_static_files_are_served_compressed_and_cacheable(tmp_path):
     assert served.returncode == 0, served.stdout + served.stderr
     response = json.loads(served.stdout.strip().splitlines()[-1])
     assert response["url"] == "/static/" + manifest["plotly/plotly.min.js"]
-    assert response["status"] == 200
-    assert response["encoding"] == "gzip"
-    assert "immutable" in response["cache"]
+    assert {accepted: (answer["status"], answer["encoding"]) for accepted, answer in response["served"].items()} == {
+        "gzip": (200, "gzip"), "gzip, deflate, br": (200, "br"),
+    }
+    assert all("immutable" in answer["cache"] for answer in response["served"].values())
+    assert not [name for name in manifest if name.startswith("plotly/") and name != "plotly/plotly.min.js"]

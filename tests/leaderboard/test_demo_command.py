@@ -115,6 +115,8 @@ def test_the_worker_is_stopped_with_the_server_however_it_ends(monkeypatch, endi
 
     def runserver(name, *args, **kwargs):
         assert name == "runserver" and worker.entered and not worker.left  # the worker runs beside the server
+        # whitenoise serves the static files, collected and compressed, rather than runserver's own handler
+        assert kwargs == {"use_reloader": False, "use_static_handler": False}
         if ending == "fails":
             raise RuntimeError("the server failed")
         if ending == "sigterm":

@@ -3,7 +3,9 @@
 Migrates, builds the synthetic demo release if it is absent, imports the paper's published
 results, runs the two built-in agents on the demo suite, then serves the site with a queue
 worker beside it (a ``manage.py qcluster`` child process, stopped with the server), so that a
-run started from the site plays. Everything it makes is reused by the next ``demo``, which is
+run started from the site plays. Its static files are collected (compressed the first time) and
+served by whitenoise as a deployment serves them, compressed: plotly.js is 1.1 MB in brotli,
+1.5 MB gzipped, instead of 4.8 MB. Everything it makes is reused by the next ``demo``, which is
 serving within seconds. Its last lines say how to sign in: a staff account to make, and where
 players sign in.
 """
@@ -76,7 +78,8 @@ def serve_with_a_worker(addrport: str, *, stdout) -> None:
                 f"Started a queue worker ({WORKER_COMMAND}, process {worker.pid}): runs started from the "
                 "site play at once. It stops with the server."
             )
-            call_command("runserver", addrport, use_reloader=False)
+            # whitenoise serves the files collected at start, compressed (config.settings), not runserver's handler
+            call_command("runserver", addrport, use_reloader=False, use_static_handler=False)
     finally:
         signal.signal(signal.SIGTERM, previous)
 
@@ -103,6 +106,9 @@ class Command(BaseCommand):
                 "address, e.g. --addrport 127.0.0.1:8001."
             )
         self._step("Migrating the database", call_command, "migrate", interactive=False, verbosity=0)
+        if serve:
+            self._step("Collecting the static files, compressed", call_command, "collectstatic",
+                       interactive=False, verbosity=0)
         self._step("Building the synthetic demo release", call_command, "build_demo_release",
                    stdout=self.stdout, stderr=self.stderr)
         self._step("Importing the paper's published results", call_command, "import_published",
