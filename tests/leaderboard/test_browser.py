@@ -21,20 +21,16 @@ from selenium.webdriver.support.ui import Select, WebDriverWait
 from benchmark.models import Task
 from leaderboard.services import import_published
 from runs.models import Run, Status
+from tests.chromium import installed as chromium_installed
+from tests.chromium import start_chromium
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMEDRIVER = Path("/usr/bin/chromedriver")
-CHROMIUM_FLAGS = (
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run", "--window-size=1400,1000",
-)  # fmt: skip
 WAIT_SEC = 30
 SCREENSHOTS = settings.BASE_DIR / "docs" / "screenshots"
 
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(
-        not (CHROMIUM.exists() and CHROMEDRIVER.exists()),
+        not chromium_installed(),
         reason="Debian's chromium and chromium-driver are not installed (apt-get install -y chromium chromium-driver)",
     ),
     # The live server reads the test database from its own thread, so each test commits; the
@@ -50,12 +46,7 @@ RUNNING: list[webdriver.Chrome] = []
 @contextmanager
 def chromium(profile: Path, *flags: str) -> Iterator[webdriver.Chrome]:
     """Headless Debian Chromium with its own profile directory and any ``flags`` beyond the usual ones."""
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for flag in (*CHROMIUM_FLAGS, *flags, f"--user-data-dir={profile}"):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=webdriver.ChromeService(executable_path=str(CHROMEDRIVER)), options=options)
+    driver = start_chromium(profile, *flags, logs={"browser": "ALL"})
     RUNNING.append(driver)
     try:
         yield driver
