@@ -20,7 +20,17 @@ def test_a_page_not_found_is_the_sites_own_with_a_viewport(client, django_assert
     html = response.content.decode()
     assert response.status_code == 404 and VIEWPORT in html
     assert "<h1>Not found</h1>" in html and "/no-such-page/" not in html
-    assert 'href="/static/css/site.css"' in html
+
+
+def test_an_error_page_renders_before_collectstatic_has_run_in_production(client, settings, tmp_path):
+    """Production names static files through collectstatic's manifest: an error page names none (a 404 was a 500)."""
+    settings.STORAGES = {**settings.STORAGES, "staticfiles": {
+        "BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage",
+    }}  # fmt: skip
+    settings.STATIC_ROOT = tmp_path  # nothing collected
+    response = client.get("/no-such-page/")
+    assert response.status_code == 404 and "<h1>Not found</h1>" in response.content.decode()
+    assert "/static/" not in response.content.decode()
 
 
 @pytest.mark.parametrize(
