@@ -49,7 +49,7 @@ def configure(database: Path) -> None:
 
 def seed_models(suite, first: int, count: int) -> list:
     """``count`` more models with complete runs; each run's summary refreshed as a finished run's is."""
-    from leaderboard.services import refresh_run_summary
+    from leaderboard.summaries.scoring import refresh_run_summary
     from tests.leaderboard.boards import add_run, model_spec
 
     runs = []
@@ -136,14 +136,16 @@ def measure(urls: dict[str, str], repeat: int) -> dict[str, dict]:
 
 def selector_times(run, episode, repeat: int) -> dict[str, float]:
     """Median time of the selectors alone (no template, no middleware)."""
-    from leaderboard import selectors
+    from leaderboard.analysis import selectors as analysis_reads
+    from leaderboard.api import selectors as api_reads
+    from leaderboard.board import ranking
 
     calls = {
-        "leaderboard()": lambda: selectors.leaderboard(),
-        "analysis()": lambda: selectors.analysis(),
-        "task_analysis(T2)": lambda: selectors.task_analysis(task="T2"),
-        "run_detail()": lambda: selectors.run_detail(run_id=run.pk),
-        "episode_detail()": lambda: selectors.episode_detail(episode_id=episode.pk),
+        "leaderboard()": lambda: ranking.leaderboard(),
+        "analysis()": lambda: analysis_reads.analysis(),
+        "task_analysis(T2)": lambda: analysis_reads.task_analysis(task="T2"),
+        "run_detail()": lambda: api_reads.run_detail(run_id=run.pk),
+        "episode_detail()": lambda: api_reads.episode_detail(episode_id=episode.pk),
     }
     times = {}
     for label, call in calls.items():
@@ -171,7 +173,7 @@ def main() -> None:
     database = folder / "bench.sqlite3"
     try:
         configure(database)
-        from leaderboard.services import import_published
+        from leaderboard.board.published import import_published
         from tests.leaderboard.boards import official_suite
 
         started = time.perf_counter()

@@ -20,6 +20,6 @@ urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(next_page="leaderboard:index"), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(next_page="leaderboard:index"), name="logout"),
     path("favicon.ico", favicon, name="favicon"),
-    path("play/", include("leaderboard.play_urls")),
+    path("play/", include("leaderboard.play.urls")),
     path("", include("leaderboard.urls")),
 ]

@@ -13,6 +13,8 @@ score or prediction, and a run's scores only once the run has ended (while it ru
 of its scores would tell its agent whether the answer it just gave was right).
 """
 from django.conf import settings
+from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import PermissionDenied
 from django.db.models import Q, QuerySet
 from django.http import Http404, HttpRequest
 
@@ -65,3 +67,17 @@ def visible_episodes(request: HttpRequest, episodes: QuerySet, *, prefix: str = 
     return episodes.filter(
         Q(**{f"{prefix}status__in": ENDED}) & ~Q(**{f"{prefix}run__suite__references": Suite.References.HELD_OUT})
     )
+
+
+def staff_required(view):
+    """Staff only: anonymous visitors are sent to the login page, signed-in non-staff get 403."""
+
+    def wrapped(request: HttpRequest, *args, **kwargs):
+        if not request.user.is_authenticated:
+            return redirect_to_login(request.get_full_path())
+        if not request.user.is_staff:
+            raise PermissionDenied("Only staff can manage runs.")
+        return view(request, *args, **kwargs)
+
+    wrapped.__name__, wrapped.__doc__ = view.__name__, view.__doc__
+    return wrapped

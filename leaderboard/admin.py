@@ -3,7 +3,7 @@ from django.contrib import admin, messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
 
-from leaderboard.play import PLAYERS_GROUP, add_player
+from leaderboard.play.players import PLAYERS_GROUP, add_player
 
 User = get_user_model()
 

@@ -1,7 +1,7 @@
 """The leaderboard's side of ``runs.signals``: a run's summary is refreshed as its episodes end."""
 from django.dispatch import receiver
 
-from leaderboard.services import episodes_ended, refresh_run_summary
+from leaderboard.summaries.scoring import episodes_ended, refresh_run_summary
 from runs import signals
 from runs.models import Run
 

@@ -40,7 +40,7 @@ def sweep_runs() -> dict[str, int]:
     - A run played by a process of its own that was lost (``runs.queue.leases.lost_runs``) is
       ended (``runs.queue.lifecycle.end_lost_run``): its running episode failed, its pending ones
       cancelled, as ended by ``process_lost``; ``resume_run`` plays them again.
-    - The leaderboard summary of every run changed is refreshed (``leaderboard.services.episodes_ended``).
+    - The leaderboard summary of every run changed is refreshed (``leaderboard.summaries.scoring.episodes_ended``).
 
     Each step claims its work atomically (the episode's or the run's row is locked and checked
     again), so two sweeps at once, or a sweep and a task, never recover an episode twice or

@@ -6,9 +6,9 @@ from rest_framework import serializers
 
 from benchmark.scoring import TASK_IDS
 from leaderboard.access import ENDED
-from leaderboard.comparability import comparability
-from leaderboard.published import PAPER_BOARD
-from leaderboard.selectors import SOURCES, WEIGHTS
+from leaderboard.board.comparability import comparability
+from leaderboard.board.published import PAPER_BOARD
+from leaderboard.board.ranking import SOURCES, WEIGHTS
 from runs.models import TOKEN_FIELDS, Status
 from runs.redaction import public_episode_error, public_error
 

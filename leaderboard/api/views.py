@@ -17,10 +17,13 @@ from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
 from benchmark.models import Suite
-from leaderboard import selectors
 from leaderboard.access import is_staff, shows_items, shows_references, shows_run_scores, visible_episode
+from leaderboard.api import selectors as api_reads
 from leaderboard.api import serializers
 from leaderboard.api.base import Endpoint, view_description
+from leaderboard.audit import reads as audit_reads
+from leaderboard.board import ranking
+from leaderboard.run_pages import selectors as run_reads
 from runs.models import Episode, Run
 
 PATH_PARAMETER = re.compile(r"<(?:\w+:)?(\w+)>")
@@ -90,18 +93,18 @@ class LeaderboardView(Endpoint):
 
     def get(self, request):
         try:
-            board = selectors.leaderboard(**_query(serializers.LeaderboardQuerySerializer, request))
-        except selectors.UnknownBoard as exc:
+            board = ranking.leaderboard(**_query(serializers.LeaderboardQuerySerializer, request))
+        except ranking.UnknownBoard as exc:
             raise NotFound(str(exc)) from None
         return Response({**serializers.LeaderboardSerializer(board).data,
-                         "one_feature_audit": selectors.audit_json(board.audits, rules=is_staff(request))})
+                         "one_feature_audit": audit_reads.audit_json(board.audits, rules=is_staff(request))})
 
 
 class RunListView(Endpoint):
     """``GET /api/runs/[?suite=S][&status=…][&model=…]``, newest first, paginated."""
 
     def get(self, request):
-        runs = selectors.run_list(**_query(serializers.RunQuerySerializer, request))
+        runs = run_reads.run_list(**_query(serializers.RunQuerySerializer, request))
         return _paginated(self, runs, serializers.RunSerializer)
 
 
@@ -114,7 +117,7 @@ class RunDetailView(Endpoint):
 
     def get(self, request, run_id: int):
         try:
-            detail = selectors.run_detail(run_id=run_id, staff=is_staff(request))
+            detail = api_reads.run_detail(run_id=run_id, staff=is_staff(request))
         except Run.DoesNotExist:
             raise NotFound(f"no run {run_id}") from None
         suite = detail.run.suite
@@ -133,7 +136,7 @@ class EpisodeDetailView(Endpoint):
 
     def get(self, request, episode_id: int):
         try:
-            detail = selectors.episode_detail(episode_id=episode_id)
+            detail = api_reads.episode_detail(episode_id=episode_id)
             visible_episode(request, detail.episode)
         except (Episode.DoesNotExist, Http404):
             # a running episode, or one of a held-out suite, is answered as if it did not exist
@@ -147,7 +150,7 @@ class TaskListView(Endpoint):
     """``GET /api/tasks/``: the six tasks, paginated like every list."""
 
     def get(self, request):
-        return _paginated(self, selectors.task_list(), serializers.TaskSerializer)
+        return _paginated(self, api_reads.task_list(), serializers.TaskSerializer)
 
 
 class InstanceListView(Endpoint):
@@ -163,5 +166,5 @@ class InstanceListView(Endpoint):
         suite = Suite.objects.filter(name=query["suite"]).first()
         if suite is None or not shows_items(request, suite):
             raise NotFound(f"no suite {query['suite']}")
-        instances = selectors.instance_list(**query, release_order=staff)
+        instances = api_reads.instance_list(**query, release_order=staff)
         return _paginated(self, instances, serializers.InstanceSerializer, include_hidden=staff)

@@ -14,10 +14,11 @@ from django.core.management import CommandError, call_command
 from benchmark.models import Instance, Release, Suite, Task
 from benchmark.releases import import_release
 from benchmark.scoring import ScoringItem
-from leaderboard import shortcuts
+from leaderboard.audit import features as audit_features
+from leaderboard.audit import rules
+from leaderboard.audit.runner import audit_instance
 from leaderboard.models import ShortcutAudit
-from leaderboard.shortcut_audit import audit_instance
-from leaderboard.services import task_sample
+from leaderboard.summaries.scoring import task_sample
 from tests.benchmark.release_dirs import link_bonn, official_release
 
 pytestmark = pytest.mark.django_db
@@ -60,7 +61,7 @@ def run_audit(*arguments) -> dict:
 
 def test_the_audit_picks_the_feature_that_separates_the_classes_by_construction(tmp_path):
     suite = offset_suite(tmp_path / "offset")
-    result = shortcuts.audit_task("T3", audited(suite), n_folds=3, seed=0,
+    result = rules.audit_task("T3", audited(suite), n_folds=3, seed=0,
                                   sample_of=lambda rows: task_sample("T3", rows), n_resamples=200)
     assert result.best.feature.startswith("compute_temporal_features.mean_uv[")
     assert result.best.score == 1.0
@@ -73,7 +74,7 @@ def test_the_audit_picks_the_feature_that_separates_the_classes_by_construction(
 def test_no_instance_is_predicted_by_a_rule_fitted_on_it(tmp_path):
     suite = offset_suite(tmp_path / "offset", n_per_class=10)
     instances = audited(suite)
-    result = shortcuts.audit_task("T3", instances, n_folds=5, seed=3, sample_of=lambda rows: task_sample("T3", rows),
+    result = rules.audit_task("T3", instances, n_folds=5, seed=3, sample_of=lambda rows: task_sample("T3", rows),
                                   n_resamples=50)
     labels = [instance.item.gold["label"] for instance in instances]
     assert sorted(np.bincount(result.folds)) == [4] * 5
@@ -89,14 +90,14 @@ def test_no_instance_is_predicted_by_a_rule_fitted_on_it(tmp_path):
 
 def test_folds_keep_a_subject_whole_and_need_enough_of_each_class():
     groups = ["chb01", "chb01", "chb02", "chb03", "chb03", "chb03", "chb04"]
-    folds = shortcuts.group_folds(groups, 2, seed=1)
+    folds = audit_features.group_folds(groups, 2, seed=1)
     for group in set(groups):
         assert len({fold for g, fold in zip(groups, folds) if g == group}) == 1
     assert set(folds) == {0, 1}
-    with pytest.raises(shortcuts.AuditError, match="fewer than the 5 folds"):
-        shortcuts.group_folds(groups, 5)
-    with pytest.raises(shortcuts.AuditError, match="class 'normal' has 2 instance"):
-        shortcuts.stratified_folds(["normal", "normal", "epileptic", "epileptic", "epileptic"], 3)
+    with pytest.raises(audit_features.AuditError, match="fewer than the 5 folds"):
+        audit_features.group_folds(groups, 5)
+    with pytest.raises(audit_features.AuditError, match="class 'normal' has 2 instance"):
+        audit_features.stratified_folds(["normal", "normal", "epileptic", "epileptic", "epileptic"], 3)
 
 
 @pytest.mark.parametrize("values, labels, expected", [
@@ -104,9 +105,9 @@ def test_folds_keep_a_subject_whole_and_need_enough_of_each_class():
     ([10, 11, 12, 1, 2, 3], ["normal"] * 3 + ["epileptic"] * 3, ("epileptic", "normal")),
 ])
 def test_a_threshold_is_fitted_halfway_between_the_classes_in_either_direction(values, labels, expected):
-    instances = [shortcuts.AuditInstance(item=ScoringItem("s", {"label": label}), group=str(i), label=label)
+    instances = [audit_features.AuditInstance(item=ScoringItem("s", {"label": label}), group=str(i), label=label)
                  for i, label in enumerate(labels)]
-    order, cuts = shortcuts.OrderedThresholds().fit(values, instances, ("normal", "epileptic"))
+    order, cuts = rules.OrderedThresholds().fit(values, instances, ("normal", "epileptic"))
     assert order == expected and cuts == (6.5,)
 
 
@@ -114,13 +115,13 @@ def test_three_classes_get_two_ordered_thresholds_and_a_nearest_mean_rule():
     classes = ("AD", "FTD", "HC")
     labels = ["HC"] * 3 + ["AD"] * 3 + ["FTD"] * 3
     values = [1.0, 2.0, 3.0, 11.0, 12.0, 13.0, 21.0, 22.0, 23.0]
-    instances = [shortcuts.AuditInstance(item=ScoringItem("s", {"label": label}), group=str(i), label=label)
+    instances = [audit_features.AuditInstance(item=ScoringItem("s", {"label": label}), group=str(i), label=label)
                  for i, label in enumerate(labels)]
-    order, cuts = shortcuts.OrderedThresholds().fit(values, instances, classes)
+    order, cuts = rules.OrderedThresholds().fit(values, instances, classes)
     assert order == ("HC", "AD", "FTD") and cuts == (7.0, 17.0)
-    means = shortcuts.NearestClassMean().fit(values, instances, classes)
+    means = rules.NearestClassMean().fit(values, instances, classes)
     assert means == {"AD": 12.0, "FTD": 22.0, "HC": 2.0}
-    assert shortcuts.NearestClassMean().predict(means, 15.0, instances[0])["classification"] == "AD"
+    assert rules.NearestClassMean().predict(means, 15.0, instances[0])["classification"] == "AD"
 
 
 def test_scalar_features_are_per_channel_with_mean_and_max_and_skip_errors():
@@ -128,22 +129,22 @@ def test_scalar_features_are_per_channel_with_mean_and_max_and_skip_errors():
         {"channel": "C3", "rms_uv": 10.0, "bands": {"alpha": 1.0}},
         {"channel": "C4", "rms_uv": 30.0, "bands": {"alpha": 3.0}, "flag": True},
     ]}
-    features = shortcuts.scalar_features("tool", result)
+    features = audit_features.scalar_features("tool", result)
     assert features == {
         "tool.n_channels": 2.0,
         "tool.rms_uv[C3]": 10.0, "tool.rms_uv[C4]": 30.0, "tool.rms_uv[mean]": 20.0, "tool.rms_uv[max]": 30.0,
         "tool.bands.alpha[C3]": 1.0, "tool.bands.alpha[C4]": 3.0,
         "tool.bands.alpha[mean]": 2.0, "tool.bands.alpha[max]": 3.0,
     }
-    assert shortcuts.scalar_features("tool", {"record_id": "r", "error": "no"}) == {}
+    assert audit_features.scalar_features("tool", {"record_id": "r", "error": "no"}) == {}
 
 
 def test_windowed_events_merge_adjacent_windows():
     starts = np.arange(10) * 5.0
-    instance = shortcuts.AuditInstance(item=ScoringItem("s", {}, duration_sec=50.0), group="chb01",
+    instance = audit_features.AuditInstance(item=ScoringItem("s", {}, duration_sec=50.0), group="chb01",
                                        window_starts=starts, window_sec=5.0)
     series = np.array([0, 0, 9, 9, 9, 0, 0, 9, 0, 0], dtype=float)
-    answer = shortcuts.WindowThreshold().predict(("above", 5.0), series, instance)
+    answer = rules.WindowThreshold().predict(("above", 5.0), series, instance)
     assert answer["seizure_events"] == [{"onset_sec": 10.0, "offset_sec": 25.0}, {"onset_sec": 35.0, "offset_sec": 40.0}]
 
 
@@ -177,11 +178,11 @@ def test_more_folds_than_a_task_can_fill_are_capped_and_recorded(tmp_path):
 
 
 def test_a_task_that_cannot_fill_two_folds_is_refused():
-    instances = [shortcuts.AuditInstance(item=ScoringItem(scenario_id=f"s{n}", gold={"label": label}), group="",
+    instances = [audit_features.AuditInstance(item=ScoringItem(scenario_id=f"s{n}", gold={"label": label}), group="",
                                          features={"x": float(n)}, label=label)
                  for n, label in enumerate(["normal", "epileptic", "epileptic"])]
-    with pytest.raises(shortcuts.AuditError, match="T3 has 1 instance.*at least 2"):
-        shortcuts.feasible_folds("T3", instances, 5)
+    with pytest.raises(audit_features.AuditError, match="T3 has 1 instance.*at least 2"):
+        audit_features.feasible_folds("T3", instances, 5)
 
 
 @pytest.mark.parametrize("arguments, message", [
@@ -237,10 +238,10 @@ def test_the_demo_suites_windowed_tasks_are_audited_end_to_end():
 
 def test_t6_epochs_are_staged_by_the_nearest_class_mean():
     gold = {"epoch_labels_aasm": ["W", "W", "N3", "N3"]}
-    instance = shortcuts.AuditInstance(item=ScoringItem("night", gold, n_epochs=4), group="night",
+    instance = audit_features.AuditInstance(item=ScoringItem("night", gold, n_epochs=4), group="night",
                                        window_starts=np.arange(4) * 30.0, window_sec=30.0)
-    rule = shortcuts.EpochNearestMean()
-    means = rule.fit([np.array([10.0, 12.0, 1.0, 3.0])], [instance], shortcuts.STAGES)
+    rule = rules.EpochNearestMean()
+    means = rule.fit([np.array([10.0, 12.0, 1.0, 3.0])], [instance], rules.STAGES)
     assert means == {"W": 11.0, "N3": 2.0}
     answer = rule.predict(means, np.array([9.0, 2.5, 2.5]), instance)  # a window short: the last stage repeats
     assert answer["hypnogram_rle"] == [{"start_epoch": 0, "end_epoch": 0, "stage": "W"},

@@ -18,9 +18,9 @@ from benchmark.models import Instance, ModelSpec, Release, Suite, Task
 from benchmark.scoring.classification import REFERENCE_CLASSES
 from benchmark.scoring.hypnogram import STAGES
 from runs import db
-from runs.services import episode_record_ids
 from runs.episode.scoring import score_prediction
 from runs.models import Episode, Run, Status, Step
+from runs.services import episode_record_ids
 
 SNR_LEVELS = tuple(range(2, -8, -1))  # +2 … -7 dB
 T6_SLEEP_CASSETTE = 153

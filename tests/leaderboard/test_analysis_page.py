@@ -13,8 +13,7 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from benchmark.models import Task
-from leaderboard.published import PAPER_BOARD
-from leaderboard.services import import_published
+from leaderboard.board.published import PAPER_BOARD, import_published
 from tests.runs.demo_suite import import_demo
 
 pytestmark = pytest.mark.django_db

@@ -7,8 +7,7 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 from rest_framework.throttling import AnonRateThrottle
 
-from leaderboard.published import read_published
-from leaderboard.services import import_published
+from leaderboard.board.published import import_published, read_published
 from tests.leaderboard.boards import add_run, model_spec, official_suite
 
 METRIC_KEYS = {

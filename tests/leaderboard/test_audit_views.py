@@ -12,9 +12,10 @@ import re
 import pytest
 from django.urls import reverse
 
-from leaderboard import charts, selectors
+from leaderboard.analysis import task_charts
+from leaderboard.audit.runner import store_audits
+from leaderboard.board import ranking
 from leaderboard.models import ShortcutAudit
-from leaderboard.shortcut_audit import store_audits
 
 pytestmark = pytest.mark.django_db
 
@@ -86,8 +87,8 @@ def test_a_task_without_an_audit_has_no_line_and_no_note(client, audited):
 
 def test_the_chart_reference_line_is_optional():
     rows = [{"label": "A", "key": "run-1", "score": 0.7}]
-    assert "shapes" not in charts.task_scores_figure(rows, metric="Macro-F1")["layout"]
-    layout = charts.task_scores_figure(rows, metric="Macro-F1", audit_score=0.25)["layout"]
+    assert "shapes" not in task_charts.task_scores_figure(rows, metric="Macro-F1")["layout"]
+    layout = task_charts.task_scores_figure(rows, metric="Macro-F1", audit_score=0.25)["layout"]
     assert layout["shapes"][0]["x0"] == 0.25 and layout["annotations"][0]["xanchor"] == "left"
 
 
@@ -103,14 +104,14 @@ def test_the_board_shows_the_audit_as_an_unranked_reference_row(client, audited)
 
 
 def test_the_audit_changes_no_rank_tie_or_frontier(audited):
-    board = selectors.leaderboard(suite="bench")
+    board = ranking.leaderboard(suite="bench")
     assert set(board.audits) == {"T3", "T5"}
     ShortcutAudit.objects.all().delete()
-    without = selectors.leaderboard(suite="bench")
+    without = ranking.leaderboard(suite="bench")
     assert without.audits == {}
     fields = [(row.key, row.rank, row.tie_group, row.on_pareto_frontier) for row in board.rows]
     assert fields == [(row.key, row.rank, row.tie_group, row.on_pareto_frontier) for row in without.rows]
-    assert all(row.source != selectors.AUDIT_SOURCE for row in board.rows)
+    assert all(row.source != ranking.AUDIT_SOURCE for row in board.rows)
 
 
 def test_the_csv_marks_the_audit_row_apart_without_a_rank(client, audited):

@@ -2,16 +2,16 @@
 import csv
 import io
 import re
-from html import unescape
 from decimal import Decimal
+from html import unescape
 
 import pytest
 from django.urls import reverse
 
 from benchmark.models import ModelSpec
-from leaderboard import stats, views
-from leaderboard.published import PAPER_BOARD
-from leaderboard.services import import_published
+from leaderboard import stats
+from leaderboard.board.charts import chart_markers
+from leaderboard.board.published import PAPER_BOARD, import_published
 from runs.models import Run
 from tests.leaderboard.boards import add_run, model_spec, official_suite
 
@@ -201,8 +201,8 @@ def test_the_chart_legend_reads_the_legend_traces_of_a_figure():
         {"name": "a point of a legend group", "marker": {"symbol": "circle", "color": "#333333"}, "showlegend": False},
         {"name": "Pareto frontier", "mode": "lines"},
     ]}
-    assert views._chart_markers(figure) == [
+    assert chart_markers(figure) == [
         {"name": "runs on this site", "glyph": "●", "color": "#2456a6"},
         {"name": "published in the paper", "glyph": "◆", "color": ""},
     ]
-    assert views._chart_markers({"empty": "No model has an Overall score on this board yet.", "data": []}) == []
+    assert chart_markers({"empty": "No model has an Overall score on this board yet.", "data": []}) == []

@@ -19,7 +19,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from benchmark.models import Task
-from leaderboard.services import import_published
+from leaderboard.board.published import import_published
 from runs.models import Run, Status
 from tests.chromium import installed as chromium_installed
 from tests.chromium import start_chromium

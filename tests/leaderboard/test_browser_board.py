@@ -9,9 +9,8 @@ import pytest
 from django.urls import reverse
 from selenium.webdriver.common.by import By
 
-from leaderboard.services import import_published
+from leaderboard.board.published import import_published
 from tests.leaderboard.test_browser import board, browser, no_console_errors, pytestmark, wait_for  # noqa: F401 (fixtures, marks)
-
 
 DESKTOP = (1400, 1000)
 TABLE = "#board-bench table.leaderboard"

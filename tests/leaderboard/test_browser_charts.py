@@ -13,7 +13,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 from benchmark.models import Task
-from leaderboard.services import import_published
+from leaderboard.board.published import import_published
 from tests.leaderboard.test_browser import (  # noqa: F401 (pytest fixtures)
     WAIT_SEC,
     board,

@@ -11,7 +11,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
-from leaderboard.play import add_player
+from leaderboard.play.players import add_player
 from runs.models import Episode, Status
 from tests.leaderboard.test_browser import WAIT_SEC, browser, no_console_errors, pytestmark, wait_for  # noqa: F401 (fixture, marks)
 from tests.leaderboard.test_play import official_score

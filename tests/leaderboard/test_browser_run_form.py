@@ -13,7 +13,12 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from runs.models import Run, Status
 from tests.leaderboard.test_browser import (  # noqa: F401 (fixtures, marks)
-    WAIT_SEC, board, browser, no_console_errors, pytestmark, wait_for,
+    WAIT_SEC,
+    board,
+    browser,
+    no_console_errors,
+    pytestmark,
+    wait_for,
 )
 
 # Each select's inner width, less its padding and the arrow's room, and the width of its widest

@@ -13,10 +13,11 @@ from django.conf import settings
 from django.urls import reverse
 
 from benchmark.models import ModelSpec
-from leaderboard import charts, episode_charts
-from leaderboard.published import PAPER_BOARD
-from leaderboard.services import import_published
-from leaderboard.signal import feature_title, plotted_features
+from leaderboard import figures
+from leaderboard.analysis import charts, task_charts
+from leaderboard.board.published import PAPER_BOARD, import_published
+from leaderboard.explorer import charts as episode_charts
+from leaderboard.explorer.signal import feature_title, plotted_features
 from runs.models import Run
 
 BANDS = ["delta", "theta", "alpha", "sigma", "beta", "gamma"]
@@ -60,8 +61,8 @@ def test_parameters_without_a_known_size_is_an_empty_state():
 
 
 @pytest.mark.parametrize("builder", [
-    lambda: charts.task_scores_figure([], metric="Macro-F1"),
-    lambda: charts.miss_over_alarm_figure([]),
+    lambda: task_charts.task_scores_figure([], metric="Macro-F1"),
+    lambda: task_charts.miss_over_alarm_figure([]),
     lambda: charts.tool_use_figure({}, categories=["Data overview"]),
     lambda: charts.tokens_figure([]),
     lambda: charts.box_plot_figure({}),
@@ -121,7 +122,7 @@ def test_a_zero_bar_is_labelled_with_its_value():
 
 
 def test_a_zero_score_is_labelled_on_the_task_chart():
-    figure = charts.task_scores_figure([point("random", score=0.0), point("heuristic", score=0.5)], metric="F1")
+    figure = task_charts.task_scores_figure([point("random", score=0.0), point("heuristic", score=0.5)], metric="F1")
     bars = figure["data"][0]
     assert bars["x"] == [0.0, 0.5]
     assert bars["texttemplate"] == "%{x:.3f}" and bars["textposition"] == "outside"
@@ -133,13 +134,13 @@ def test_a_zero_score_is_labelled_on_the_task_chart():
 def test_a_model_has_one_colour_on_every_chart_of_a_page():
     keys = ["run-1", "run-2", "run-3", "published-gpt"]
     labels = {key: key.upper() for key in keys}
-    scores = charts.task_scores_figure(
+    scores = task_charts.task_scores_figure(
         [{"label": labels[key], "key": key, "score": 0.1 * index, "published": key.startswith("published")}
          for index, key in enumerate(keys)], metric="F1",
     )
     bar_colors = dict(zip(scores["data"][0]["y"], scores["data"][0]["marker"]["color"]))
     # The duration chart lists the models in another order.
-    durations = charts.duration_bins_figure(
+    durations = task_charts.duration_bins_figure(
         {"bins": ["< 8 h"], "models": [{"key": key, "macro_f1": [0.5]} for key in reversed(keys)],
          "band": [{"median": 0.5, "q1": 0.4, "q3": 0.6}]},
         labels=labels,
@@ -150,22 +151,22 @@ def test_a_model_has_one_colour_on_every_chart_of_a_page():
     cost_trace = traces_with_points(cost)[0]
     marker_colors = dict(zip(cost_trace["customdata"], cost_trace["marker"]["color"]))
     assert bar_colors == line_colors == marker_colors
-    assert all(color == charts.model_color(key) for key, color in zip(keys, bar_colors.values()))
+    assert all(color == figures.model_color(key) for key, color in zip(keys, bar_colors.values()))
 
 
 def test_a_models_colour_does_not_depend_on_the_process():
-    script = "from leaderboard.charts import model_color; print(model_color('run-42'), model_color('published-x'))"
+    script = "from leaderboard.figures import model_color; print(model_color('run-42'), model_color('published-x'))"
     outputs = {
         subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
                        cwd=settings.BASE_DIR, env={"PYTHONHASHSEED": seed, "PATH": "/usr/bin:/bin"}).stdout
         for seed in ("1", "2")
     }
-    assert outputs == {f"{charts.model_color('run-42')} {charts.model_color('published-x')}\n"}
+    assert outputs == {f"{figures.model_color('run-42')} {figures.model_color('published-x')}\n"}
 
 
 def test_model_colours_come_from_the_palette_and_differ_between_models():
-    colors = {charts.model_color(f"run-{index}") for index in range(200)}
-    assert colors == set(charts.PALETTE)
+    colors = {figures.model_color(f"run-{index}") for index in range(200)}
+    assert colors == set(figures.PALETTE)
 
 
 # ── windowed features and the step plots ─────────────────────────────────────────────────────

@@ -3,9 +3,9 @@ import pytest
 from django.urls import reverse
 
 from benchmark.models import ModelSpec
-from leaderboard import selectors
-from leaderboard.comparability import comparability
-from leaderboard.services import import_published
+from leaderboard.board import ranking
+from leaderboard.board.comparability import comparability
+from leaderboard.board.published import import_published
 from runs.models import Run
 from tests.leaderboard.boards import add_run, model_spec, official_suite
 
@@ -56,7 +56,7 @@ def test_a_baseline_or_another_suite_is_not_comparable(paper_board):
 def test_only_comparable_runs_are_ranked_among_the_papers_rows(paper_board):
     comparable = add_run(suite=paper_board, model=model_spec("Comparable"), skill=0.95, seed=1)
     paraphrased = add_run(suite=paper_board, model=model_spec("Paraphrased"), skill=0.99, seed=2, prompt_set="platform")
-    board = selectors.leaderboard()
+    board = ranking.leaderboard()
     rows = {row.run_id: row for row in board.rows if row.run_id}
     assert board.among_paper_rows
     assert rows[comparable.pk].rank is not None and rows[comparable.pk].comparable
@@ -71,7 +71,7 @@ def test_runs_are_ranked_among_themselves_where_the_paper_has_no_rows(db):
     suite = official_suite(name="my-copy")
     first = add_run(suite=suite, model=model_spec("One"), skill=0.9, seed=1, prompt_set="platform")
     second = add_run(suite=suite, model=model_spec("Two"), skill=0.2, seed=2)
-    board = selectors.leaderboard(suite="my-copy")
+    board = ranking.leaderboard(suite="my-copy")
     assert not board.among_paper_rows
     assert [(row.run_id, row.rank) for row in board.rows] == [(first.pk, 1), (second.pk, 2)]
 

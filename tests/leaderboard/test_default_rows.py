@@ -12,9 +12,11 @@ import pytest
 from django.template import Context, Template
 from django.urls import reverse
 
-from leaderboard import selectors, views
-from leaderboard.comparability import run_settings
-from leaderboard.services import import_published
+from leaderboard.analysis import selectors as analysis_reads
+from leaderboard.board import ranking
+from leaderboard.board.charts import board_section
+from leaderboard.board.comparability import run_settings
+from leaderboard.board.published import import_published
 from runs.models import Run, Status
 from runs.services import create_run
 from tests.leaderboard.conftest import GOOD_ANSWERS, play
@@ -22,7 +24,7 @@ from tests.leaderboard.conftest import GOOD_ANSWERS, play
 pytestmark = pytest.mark.django_db
 
 
-def rows_by_run(board) -> dict[int, selectors.LeaderboardRow]:
+def rows_by_run(board) -> dict[int, ranking.LeaderboardRow]:
     return {row.run_id: row for row in board.rows if row.run_id}
 
 
@@ -37,7 +39,7 @@ def partial_run(suite, model, tasks: list[str]) -> Run:
 
 def test_the_board_shows_the_latest_run_of_a_model_and_settings_not_its_best(repeated):
     first, latest = repeated.bench.alpha, repeated.latest_alpha
-    rows = rows_by_run(selectors.leaderboard(suite="bench"))
+    rows = rows_by_run(ranking.leaderboard(suite="bench"))
     assert rows[first.pk].overall > rows[latest.pk].overall  # the earlier run scored better
     assert rows[latest.pk].shown_by_default and not rows[first.pk].shown_by_default
     assert rows[first.pk].default_run_id == rows[latest.pk].default_run_id == latest.pk
@@ -49,7 +51,7 @@ def test_the_board_shows_the_latest_run_of_a_model_and_settings_not_its_best(rep
 
 
 def test_ranks_ties_and_frontier_are_those_of_the_rows_shown_by_default(repeated):
-    board = selectors.leaderboard(suite="bench")
+    board = ranking.leaderboard(suite="bench")
     assert not board.among_paper_rows and board.n_other_runs == 1
     shown = [row for row in board.rows if row.shown_by_default]
     assert [row.rank for row in shown] == [1, 2, 3, 4]
@@ -65,7 +67,7 @@ def test_ranks_ties_and_frontier_are_those_of_the_rows_shown_by_default(repeated
 def test_a_later_partial_run_does_not_displace_a_complete_one(repeated):
     alpha = repeated.latest_alpha
     partial = partial_run(repeated.bench.suite, alpha.model, ["T3"])
-    rows = rows_by_run(selectors.leaderboard(suite="bench"))
+    rows = rows_by_run(ranking.leaderboard(suite="bench"))
     assert rows[partial.pk].overall is None and not rows[partial.pk].shown_by_default
     assert rows[alpha.pk].shown_by_default and rows[alpha.pk].n_other_runs == 2
     assert rows[partial.pk].default_run_id == alpha.pk
@@ -74,11 +76,11 @@ def test_a_later_partial_run_does_not_displace_a_complete_one(repeated):
 def test_a_task_board_shows_the_latest_run_that_scored_the_task(repeated):
     alpha = repeated.latest_alpha
     partial = partial_run(repeated.bench.suite, alpha.model, ["T3"])
-    t3 = {row["run_id"]: row for row in selectors.task_analysis(suite="bench", task="T3").rows}
+    t3 = {row["run_id"]: row for row in analysis_reads.task_analysis(suite="bench", task="T3").rows}
     assert t3[partial.pk]["shown_by_default"] and t3[partial.pk]["n_other_runs"] == 2
     assert not t3[alpha.pk]["shown_by_default"] and t3[alpha.pk]["default_run_id"] == partial.pk
     assert t3[alpha.pk]["rank"] is not None and t3[partial.pk]["rank"] is None  # Overall ranks stay the board's
-    t1 = {row["run_id"]: row for row in selectors.task_analysis(suite="bench", task="T1").rows}
+    t1 = {row["run_id"]: row for row in analysis_reads.task_analysis(suite="bench", task="T1").rows}
     assert partial.pk not in t1 and t1[alpha.pk]["shown_by_default"]
 
 
@@ -102,13 +104,13 @@ def test_the_task_page_ranks_only_the_rows_shown_by_default(client, repeated):
     ({"temperature": 0, "tool_protocol": "text"}, {"temperature": 0, "tool_protocol": "native"}, False),
 ])
 def test_runs_repeat_one_experiment_when_their_settings_are_equal(bench, first, second, same):
-    alpha = rows_by_run(selectors.leaderboard(suite="bench"))[bench.alpha.pk]
+    alpha = rows_by_run(ranking.leaderboard(suite="bench"))[bench.alpha.pk]
     rows = [
         replace(alpha, run_id=index, settings=run_settings(Run(prompt_set="platform", settings=settings)))
         for index, settings in enumerate((first, second), start=1)
     ]
     assert (rows[0].experiment == rows[1].experiment) is same
-    assert sum(mark.shown_by_default for mark in selectors.default_marks(rows).values()) == (1 if same else 2)
+    assert sum(mark.shown_by_default for mark in ranking.default_marks(rows).values()) == (1 if same else 2)
 
 
 def test_run_settings_are_what_the_scores_depend_on():
@@ -127,7 +129,7 @@ def test_downloads_and_the_api_keep_every_run_and_say_which_is_shown(client, rep
     assert (lines[latest.pk]["shown_by_default"], lines[latest.pk]["default_run_id"]) == ("True", str(latest.pk))
     for data in (client.get(reverse("leaderboard:download", args=["json"]), {"suite": "bench"}).json(),
                  client.get(reverse("api:leaderboard"), {"suite": "bench"}).json()):
-        assert data["default_rows"] == selectors.DEFAULT_ROWS and "latest" in data["default_rows"]
+        assert data["default_rows"] == ranking.DEFAULT_ROWS and "latest" in data["default_rows"]
         rows = {row["run_id"]: row for row in data["rows"]}
         assert len(rows) == 5
         assert (rows[first.pk]["shown_by_default"], rows[first.pk]["default_run_id"]) == (False, latest.pk)
@@ -137,7 +139,7 @@ def test_downloads_and_the_api_keep_every_run_and_say_which_is_shown(client, rep
 
 def test_published_rows_are_each_shown(bench):
     import_published(board="bench")
-    board = selectors.leaderboard(suite="bench")
+    board = ranking.leaderboard(suite="bench")
     published = [row for row in board.rows if row.is_published]
     assert len(published) == 29 and all(row.shown_by_default and row.default_run_id is None for row in published)
 
@@ -154,7 +156,7 @@ def test_the_board_page_hides_the_other_runs_behind_a_checkbox_and_says_which_ru
     latest = next(row for _, row in rows if f'href="/runs/{repeated.latest_alpha.pk}/"' in row)
     assert ">+1 run</span>" in latest
     # the chart shows the rows shown by default, labelled apart where a model has two (two settings)
-    labels = views._board_section(selectors.leaderboard(suite="bench"))["figure"]["layout"]["yaxis"]["categoryarray"]
+    labels = board_section(ranking.leaderboard(suite="bench"))["figure"]["layout"]["yaxis"]["categoryarray"]
     assert sorted(label for label in labels if label.startswith("Alpha-1")) == [
         f"Alpha-1 · run {repeated.latest_alpha.pk}", f"Alpha-1 · run {repeated.warm_alpha.pk}"]
     assert len(labels) == 4

@@ -11,7 +11,7 @@ from django.contrib.staticfiles import finders
 from django.urls import reverse
 
 from benchmark.models import Instance, ModelSpec
-from leaderboard.forms import NewRunForm
+from leaderboard.run_pages.forms import NewRunForm
 from runs.environment.service import agent_spec
 from runs.models import Episode, Step
 from runs.services import append_step
@@ -337,10 +337,11 @@ def test_the_task_page_links_to_the_compare_view(client, bench):
 
 
 def test_a_built_in_baselines_costs_read_free_on_the_board_and_its_episodes(client, db):
-    from benchmark.models import Task
-    from django.core.management import call_command
     from io import StringIO
 
+    from django.core.management import call_command
+
+    from benchmark.models import Task
     from tests.runs.demo_suite import import_demo
 
     Task.objects.ensure_official()

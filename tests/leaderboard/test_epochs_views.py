@@ -12,7 +12,8 @@ from django.urls import reverse
 from benchmark.models import ModelSpec
 from benchmark.scoring import TASK_IDS
 from benchmark.scoring.epochs import overall_over_epochs
-from leaderboard import charts, stats
+from leaderboard import stats
+from leaderboard.analysis import charts
 from leaderboard.models import RunSummary
 from runs.models import Run
 from tests.leaderboard.test_browser import browser, wait_for  # noqa: F401 (fixture)

@@ -12,10 +12,10 @@ from django.utils import timezone
 
 from benchmark.releases import set_references
 from benchmark.scoring import score_task
-from leaderboard.play import PLAYERS_GROUP, add_player, next_episode, play_order, player_run
+from leaderboard.play.players import PLAYERS_GROUP, add_player, next_episode, play_order, player_run
 from runs.environment import service as environment
 from runs.episode.scoring import scoring_item
-from runs.models import Episode, EnvironmentToken, Status
+from runs.models import EnvironmentToken, Episode, Status
 from tests.runs.demo_suite import import_demo
 
 pytestmark = pytest.mark.django_db
@@ -440,7 +440,7 @@ def test_every_task_has_an_answer_form_from_its_schema_and_a_right_answer_scores
 
 
 def test_a_run_made_by_a_concurrent_request_is_found_again_under_the_lock(demo, ann, monkeypatch):
-    from leaderboard import play
+    from leaderboard.play import players as play
     from runs.models import Run
 
     first = player_run(user=ann, suite=demo)

@@ -8,8 +8,7 @@ from django.core.management import CommandError, call_command
 
 from benchmark.models import ModelSpec
 from benchmark.scoring import PRIMARY_METRIC, TASK_IDS
-from leaderboard.models import PublishedResult
-from leaderboard.published import (
+from leaderboard.board.published import (
     FIXTURE_DIR,
     PAPER_BOARD,
     TABLE2,
@@ -17,12 +16,13 @@ from leaderboard.published import (
     TABLE5,
     TABLE6,
     PublishedDataError,
+    import_published,
     is_open_weight_group,
     parse_context_window,
     parse_parameters,
     read_published,
 )
-from leaderboard.services import import_published
+from leaderboard.models import PublishedResult
 from tests.datafiles import assert_checksums
 
 

@@ -5,8 +5,10 @@ import pytest
 from django.urls import reverse
 
 from benchmark.scoring import EXPECTED_COUNTS
-from leaderboard import views
-from leaderboard.services import current_summary, refresh_run_summary
+from benchmark.scoring.epochs import T6_CORRECT_MACRO_F1
+from leaderboard.outcomes import with_outcome
+from leaderboard.run_pages import views as run_pages_views
+from leaderboard.summaries.scoring import current_summary, refresh_run_summary
 from runs import reports, specs
 from runs.models import Run, Status
 from runs.queue import dispatch, local
@@ -83,7 +85,7 @@ def test_runs_list_filters_by_status_model_and_suite(client, three_runs, query, 
 
 
 def test_runs_list_is_paginated_keeping_the_filters(client, suite, model_spec, monkeypatch):
-    monkeypatch.setattr(views, "RUNS_PER_PAGE", 2)
+    monkeypatch.setattr(run_pages_views, "RUNS_PER_PAGE", 2)
     runs = [create_run(suite=suite, model=model_spec, tasks=["T1"], name=f"run {n}") for n in range(5)]
     first = page(client, reverse("leaderboard:runs") + "?status=pending")
     assert listed_ids(first) == [runs[4].pk, runs[3].pk]
@@ -170,7 +172,7 @@ def test_run_page_states_what_makes_an_outcome_correct(client, bench, settings, 
     html = page(client, reverse("leaderboard:run", args=[bench.alpha.pk]))
     legend = html[html.index('id="outcome-legend"'):html.index("</p>", html.index('id="outcome-legend"'))]
     if references:
-        assert f"T6: a night's macro-F1 of at\n      least {views.T6_CORRECT_MACRO_F1}" in legend
+        assert f"T6: a night's macro-F1 of at\n      least {T6_CORRECT_MACRO_F1}" in legend
         assert "a miss or a false alarm is wrong whatever its Event-F1" in legend
     else:
         assert "correct" not in legend and "answered" in legend
@@ -178,8 +180,8 @@ def test_run_page_states_what_makes_an_outcome_correct(client, bench, settings, 
 
 def test_the_t6_cut_off_on_the_page_is_the_one_outcomes_use(bench):
     episode = bench.episode(bench.alpha, "T6")
-    outcome = lambda: views.with_outcome(type(episode).objects.filter(pk=episode.pk)).get().outcome  # noqa: E731
-    for macro_f1, expected in [(views.T6_CORRECT_MACRO_F1, "correct"), (views.T6_CORRECT_MACRO_F1 - 0.001, "wrong")]:
+    outcome = lambda: with_outcome(type(episode).objects.filter(pk=episode.pk)).get().outcome  # noqa: E731
+    for macro_f1, expected in [(T6_CORRECT_MACRO_F1, "correct"), (T6_CORRECT_MACRO_F1 - 0.001, "wrong")]:
         type(episode).objects.filter(pk=episode.pk).update(scores={**episode.scores, "macro_f1": macro_f1})
         assert outcome() == expected
 

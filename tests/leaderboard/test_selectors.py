@@ -8,9 +8,13 @@ from django.test.utils import CaptureQueriesContext
 
 from benchmark.models import ModelSpec
 from benchmark.scoring import PRIMARY_METRIC, SECONDARY_METRICS, TASK_IDS, ScoringItem, overall, score_task
-from leaderboard import selectors, services
-from leaderboard.published import PAPER_BOARD, read_published
-from leaderboard.services import import_published, refresh_run_summary
+from leaderboard.analysis import selectors as analysis_reads
+from leaderboard.api import selectors as api_reads
+from leaderboard.board import downloads, ranking
+from leaderboard.board.published import PAPER_BOARD, import_published, read_published
+from leaderboard.run_pages import selectors as run_reads
+from leaderboard.summaries import scoring
+from leaderboard.summaries.scoring import refresh_run_summary
 from runs.models import Episode, Run, Status, Step
 from tests.leaderboard.boards import add_run, answer, model_spec, official_suite
 
@@ -54,7 +58,7 @@ def _row(board_data, key):
 
 
 def test_a_run_row_holds_the_official_summaries_of_its_episodes(board):
-    row = _row(selectors.leaderboard(), f"run-{board.strong.pk}")
+    row = _row(ranking.leaderboard(), f"run-{board.strong.pk}")
     expected = expected_summaries(board.strong)
     for task in TASK_IDS:
         for metric in (PRIMARY_METRIC[task], *SECONDARY_METRICS[task]):
@@ -66,7 +70,7 @@ def test_a_run_row_holds_the_official_summaries_of_its_episodes(board):
 
 
 def test_overall_has_a_seeded_95_percent_interval(board):
-    row = _row(selectors.leaderboard(), f"run-{board.strong.pk}")
+    row = _row(ranking.leaderboard(), f"run-{board.strong.pk}")
     low, high = row.overall_ci
     assert low < row.overall < high
     assert high - low < 0.1
@@ -75,7 +79,7 @@ def test_overall_has_a_seeded_95_percent_interval(board):
 
 
 def test_published_rows_sit_beside_the_runs_with_the_papers_numbers_and_no_interval(board):
-    result = selectors.leaderboard()
+    result = ranking.leaderboard()
     published = [row for row in result.rows if row.is_published]
     assert len(published) == 29 and sum(not row.is_published for row in result.rows) == 2
     paper = {model.name: model for model in read_published()}
@@ -89,7 +93,7 @@ def test_published_rows_sit_beside_the_runs_with_the_papers_numbers_and_no_inter
 
 def test_the_published_frontier_is_the_papers_five_models_plus_hy3(db):
     import_published()
-    result = selectors.leaderboard(source="published")
+    result = ranking.leaderboard(source="published")
     frontier = {row.model for row in result.rows if row.on_pareto_frontier}
     # Hy3 ($59.7, Overall 0.492) is missing from the paper's Figure 6, but no model is both cheaper
     # and better: MiMo-V2.5-Pro is cheaper ($48.0) and scores 0.491.
@@ -100,7 +104,7 @@ def test_the_published_frontier_is_the_papers_five_models_plus_hy3(db):
 
 def test_published_costs_are_the_papers_formula_for_the_19_priced_models(db):
     import_published()
-    result = selectors.leaderboard(source="published")
+    result = ranking.leaderboard(source="published")
     priced = {row.model: row.cost_paper_usd for row in result.rows if row.cost_paper_usd is not None}
     assert len(priced) == 19
     assert priced["ERNIE-4.5-VL-424B"] == Decimal("15.394")  # 30.7 M x 0.42 + 2.0 M x 1.25
@@ -112,7 +116,7 @@ def test_published_costs_are_the_papers_formula_for_the_19_priced_models(db):
 
 def test_equal_published_overalls_are_not_tied_without_intervals(db):
     import_published()
-    result = selectors.leaderboard(source="published")
+    result = ranking.leaderboard(source="published")
     flash, qwen = _row(result, "published-DeepSeek-V4-Flash"), _row(result, "published-Qwen3.5-35B-A3B")
     assert flash.overall == qwen.overall  # both 0.459 in Table 2
     assert flash.tie_group != qwen.tie_group
@@ -127,18 +131,18 @@ def test_runs_whose_intervals_overlap_share_a_tie_group(db):
     first = add_run(suite=suite, model=model_spec("A"), skill=0.6, seed=3)
     second = add_run(suite=suite, model=model_spec("B"), skill=0.6, seed=4)
     third = add_run(suite=suite, model=model_spec("C"), skill=0.1, seed=5)
-    result = selectors.leaderboard()
+    result = ranking.leaderboard()
     groups = {row.run_id: row.tie_group for row in result.rows}
     assert groups[first.pk] == groups[second.pk] != groups[third.pk]
 
 
 def test_filters_choose_source_family_and_open_weights(board):
-    assert {row.source for row in selectors.leaderboard(source="run").rows} == {"run"}
-    qwen = selectors.leaderboard(family="qwen").rows
+    assert {row.source for row in ranking.leaderboard(source="run").rows} == {"run"}
+    qwen = ranking.leaderboard(family="qwen").rows
     assert len(qwen) == 8 and {row.family for row in qwen} == {"Qwen"}
-    proprietary = selectors.leaderboard(weights="proprietary").rows
+    proprietary = ranking.leaderboard(weights="proprietary").rows
     assert {row.model for row in proprietary} >= {"Weak", "GPT-5.5"} and len(proprietary) == 9
-    result = selectors.leaderboard(weights="open", source="run")
+    result = ranking.leaderboard(weights="open", source="run")
     assert [row.model for row in result.rows] == ["Strong"] and result.rows[0].rank == 1
     assert "Qwen" in result.families and "Other" in result.families
 
@@ -147,21 +151,21 @@ def test_filters_choose_source_family_and_open_weights(board):
 def test_unknown_filter_values_are_refused(db, kwargs):
     import_published()
     with pytest.raises(ValueError):
-        selectors.leaderboard(**kwargs)
+        ranking.leaderboard(**kwargs)
 
 
 def test_a_board_needs_a_suite_or_published_rows(db):
-    with pytest.raises(selectors.UnknownBoard):
-        selectors.leaderboard(suite="nothing-here")
+    with pytest.raises(ranking.UnknownBoard):
+        ranking.leaderboard(suite="nothing-here")
     import_published()
-    result = selectors.leaderboard(suite=PAPER_BOARD)
+    result = ranking.leaderboard(suite=PAPER_BOARD)
     assert result.suite_obj is None and len(result.rows) == 29
 
 
 def test_a_partial_run_is_scored_and_marked_partial(db):
     suite = official_suite()
     run = add_run(suite=suite, model=model_spec("Half"), complete=0.5)
-    row = _row(selectors.leaderboard(), f"run-{run.pk}")
+    row = _row(ranking.leaderboard(), f"run-{run.pk}")
     expected = expected_summaries(run)
     assert row.overall == pytest.approx(sum(expected[t]["primary_score"] for t in TASK_IDS) / 6)
     assert row.overall_official is False and not any(row.official.values())
@@ -171,7 +175,7 @@ def test_a_partial_run_is_scored_and_marked_partial(db):
 def test_a_run_of_some_tasks_has_no_overall(db):
     suite = official_suite()
     run = add_run(suite=suite, model=model_spec("Artifacts"), tasks=["T2"])
-    row = _row(selectors.leaderboard(), f"run-{run.pk}")
+    row = _row(ranking.leaderboard(), f"run-{run.pk}")
     assert row.overall is None and row.overall_ci is None and row.rank is None
     assert row.official == {**dict.fromkeys(TASK_IDS), "T2": True}
     assert row.metrics["T3"] == {"macro_f1": None, "accuracy": None}
@@ -180,27 +184,27 @@ def test_a_run_of_some_tasks_has_no_overall(db):
 def test_a_run_with_nothing_completed_is_not_on_the_board(db):
     suite = official_suite()
     add_run(suite=suite, model=model_spec("Queued"), complete=0.0)
-    assert selectors.leaderboard().rows == []
+    assert ranking.leaderboard().rows == []
 
 
 def test_a_failed_episode_makes_its_task_unofficial(board):
     episode = board.weak.episodes.filter(instance__task__code="T4").first()
     Episode.objects.filter(pk=episode.pk).update(status=Status.FAILED, prediction=None)
-    row = _row(selectors.leaderboard(), f"run-{board.weak.pk}")
+    row = _row(ranking.leaderboard(), f"run-{board.weak.pk}")
     assert row.official["T4"] is False and row.overall_official is False
-    tasks = {task["task"]: task for task in selectors.run_task_rows(board.weak)}
+    tasks = {task["task"]: task for task in run_reads.run_task_rows(board.weak)}
     assert tasks["T4"]["completeness"]["noncompleted"] == 1
 
 
 def test_the_board_follows_episodes_that_finish_without_an_explicit_refresh(db):
     suite = official_suite()
     run = add_run(suite=suite, model=model_spec("Live"), complete=0.5, skill=1.0)
-    before = _row(selectors.leaderboard(), f"run-{run.pk}").metrics["T3"]["accuracy"]
+    before = _row(ranking.leaderboard(), f"run-{run.pk}").metrics["T3"]["accuracy"]
     pending = run.episodes.filter(instance__task__code="T3", status=Status.PENDING).select_related("instance__task")
     for episode in pending:
         prediction = answer(episode.instance, True, None)
         Episode.objects.filter(pk=episode.pk).update(status=Status.COMPLETED, prediction=prediction)
-    after = _row(selectors.leaderboard(), f"run-{run.pk}")
+    after = _row(ranking.leaderboard(), f"run-{run.pk}")
     assert before == pytest.approx(0.5) and after.metrics["T3"]["accuracy"] == 1.0
     assert after.official["T3"] is True and after.official["T2"] is False
 
@@ -208,8 +212,8 @@ def test_the_board_follows_episodes_that_finish_without_an_explicit_refresh(db):
 def test_a_refresh_rescores_only_the_tasks_whose_episodes_changed(board, monkeypatch):
     refresh_run_summary(board.weak)
     scored = []
-    real = services.score_task
-    monkeypatch.setattr(services, "score_task", lambda task, items: scored.append(task) or real(task, items))
+    real = scoring.score_task
+    monkeypatch.setattr(scoring, "score_task", lambda task, items: scored.append(task) or real(task, items))
     refresh_run_summary(board.weak)
     assert scored == []
     episode = board.weak.episodes.filter(instance__task__code="T6").first()
@@ -221,21 +225,21 @@ def test_a_refresh_rescores_only_the_tasks_whose_episodes_changed(board, monkeyp
 def test_a_synthetic_suite_has_its_own_board_marked_synthetic(board):
     demo = official_suite(name="demo", synthetic=True)
     add_run(suite=demo, model=model_spec("Demo model"), skill=0.5)
-    result = selectors.leaderboard(suite="demo")
+    result = ranking.leaderboard(suite="demo")
     assert result.is_synthetic and not result.has_published
     assert [row.model for row in result.rows] == ["Demo model"]
-    names = [entry.name for entry in selectors.boards()]
+    names = [entry.name for entry in ranking.boards()]
     assert names == [PAPER_BOARD, "demo"]
-    paper = selectors.boards()[0]
+    paper = ranking.boards()[0]
     assert (paper.n_runs, paper.n_published, paper.is_synthetic) == (2, 29, False)
 
 
 def test_the_csv_has_one_line_per_row_in_rank_order(board):
-    result = selectors.leaderboard()
-    lines = selectors.leaderboard_csv(result).splitlines()
-    assert lines[0].split(",") == list(selectors.CSV_COLUMNS)
+    result = ranking.leaderboard()
+    lines = downloads.leaderboard_csv(result).splitlines()
+    assert lines[0].split(",") == list(downloads.CSV_COLUMNS)
     assert len(lines) == len(result.rows) + 1
-    first = dict(zip(selectors.CSV_COLUMNS, lines[1].split(",")))
+    first = dict(zip(downloads.CSV_COLUMNS, lines[1].split(",")))
     best = result.rows[0]
     assert (first["rank"], first["model"], first["T1_accuracy"]) == ("1", best.model, str(best.metrics["T1"]["accuracy"]))
 
@@ -254,11 +258,11 @@ def test_pages_run_the_same_number_of_queries_whatever_the_number_of_runs(db):
     first = add_run(suite=suite, model=model_spec("One"), steps_per_episode=4)
     episode_id = first.episodes.filter(instance__task__code="T5").first().pk
     calls = {
-        "leaderboard": lambda: selectors.leaderboard(),
-        "analysis": lambda: selectors.analysis(),
-        "task": lambda: selectors.task_analysis(task="T2"),
-        "run": lambda: selectors.run_detail(run_id=first.pk),
-        "episode": lambda: selectors.episode_detail(episode_id=episode_id),
+        "leaderboard": lambda: ranking.leaderboard(),
+        "analysis": lambda: analysis_reads.analysis(),
+        "task": lambda: analysis_reads.task_analysis(task="T2"),
+        "run": lambda: api_reads.run_detail(run_id=first.pk),
+        "episode": lambda: api_reads.episode_detail(episode_id=episode_id),
     }
     small = {name: _count_queries(call) for name, call in calls.items()}
     for index in range(2):
@@ -269,7 +273,7 @@ def test_pages_run_the_same_number_of_queries_whatever_the_number_of_runs(db):
 
 
 def test_analysis_gathers_distributions_costs_scale_and_tokens(board):
-    result = selectors.analysis()
+    result = analysis_reads.analysis()
     t1 = result.distributions["T1"]
     assert (t1["metric"], t1["random_baseline"]) == ("accuracy", 0.25)
     assert len(t1["models"]) == 31
@@ -294,7 +298,7 @@ def test_tool_use_counts_executed_calls_per_category_and_trajectory(board):
     Step.objects.create(episode=episode, index=100, kind=Step.Kind.TOOL_CALL, tool_name="compute_psd",
                         result={"status": "not_executed", "content": None})
     refresh_run_summary(board.strong, force=True)
-    usage = selectors.analysis().tool_use
+    usage = analysis_reads.analysis().tool_use
     strong = next(model for model in usage["models"] if model["model"] == "Strong")
     # every trajectory of six steps makes two tool calls (band power then asymmetry for T4)
     assert strong["median_calls"] == dict.fromkeys(["T2", "T3", "T4", "T5", "T6"], 2.0)
@@ -309,7 +313,7 @@ def test_tool_use_counts_executed_calls_per_category_and_trajectory(board):
 
 
 def test_t2_accuracy_by_snr_level_follows_the_episodes(board):
-    result = selectors.task_analysis(task="T2")
+    result = analysis_reads.task_analysis(task="T2")
     assert result.snr["levels"] == list(range(2, -8, -1))
     strong = next(model for model in result.snr["models"] if model["model"] == "Strong")
     episodes = board.strong.episodes.filter(instance__task__code="T2").select_related("instance")
@@ -329,7 +333,7 @@ def test_t2_accuracy_by_snr_level_follows_the_episodes(board):
 
 
 def test_t5_miss_and_over_alarm_rates_are_the_scorers(board):
-    result = selectors.task_analysis(task="T5")
+    result = analysis_reads.task_analysis(task="T5")
     expected = expected_summaries(board.weak)["T5"]["metrics"]
     weak = next(entry for entry in result.miss_over_alarm if entry["model"] == "Weak")
     assert weak["miss_rate"] == pytest.approx(expected["miss_rate"])
@@ -339,7 +343,7 @@ def test_t5_miss_and_over_alarm_rates_are_the_scorers(board):
 
 
 def test_t6_macro_f1_by_duration_uses_the_sleep_cassette_nights(board):
-    result = selectors.task_analysis(task="T6").duration_bins
+    result = analysis_reads.task_analysis(task="T6").duration_bins
     assert result["bins"][0] == "< 8 h" and len(result["bins"]) == 7
     strong = next(model for model in result["models"] if model["model"] == "Strong")
     assert sum(strong["n_records"]) == 153
@@ -348,12 +352,12 @@ def test_t6_macro_f1_by_duration_uses_the_sleep_cassette_nights(board):
 
 def test_task_analysis_refuses_an_unknown_task(board):
     with pytest.raises(ValueError):
-        selectors.task_analysis(task="T7")
+        analysis_reads.task_analysis(task="T7")
 
 
 def test_run_detail_gives_the_row_tasks_progress_and_scored_episodes(board):
-    detail = selectors.run_detail(run_id=board.strong.pk)
-    assert detail.row.overall == _row(selectors.leaderboard(), f"run-{board.strong.pk}").overall
+    detail = api_reads.run_detail(run_id=board.strong.pk)
+    assert detail.row.overall == _row(ranking.leaderboard(), f"run-{board.strong.pk}").overall
     assert [row["task"] for row in detail.tasks] == list(TASK_IDS)
     assert detail.tasks[4]["metrics"].keys() == {"event_f1", "dice_s"}
     assert detail.progress["completed"] == 1072 and len(detail.episodes) == 1072
@@ -364,7 +368,7 @@ def test_run_detail_gives_the_row_tasks_progress_and_scored_episodes(board):
 
 
 def test_run_task_rows_score_a_pending_run_as_all_missing(run):
-    rows = selectors.run_task_rows(run)
+    rows = run_reads.run_task_rows(run)
     assert [row["task"] for row in rows] == list(TASK_IDS)
     assert not any(row["official"] for row in rows)
     assert rows[0]["completeness"]["missing"] == 1
@@ -372,7 +376,7 @@ def test_run_task_rows_score_a_pending_run_as_all_missing(run):
 
 def test_episode_detail_gives_the_steps_in_order_and_the_score(board):
     episode = board.strong.episodes.filter(instance__task__code="T3").first()
-    detail = selectors.episode_detail(episode_id=episode.pk)
+    detail = api_reads.episode_detail(episode_id=episode.pk)
     assert [step.index for step in detail.steps] == list(range(6))
     assert detail.score == (1.0 if episode.scores["correct"] else 0.0)
 
@@ -382,9 +386,9 @@ def test_pages_leave_the_release_file_list_unread(board):
     file_list = {"manifest", "descriptor"}
     episode = board.strong.episodes.first()
     releases = [
-        selectors.run_list().first().suite.release,
-        selectors.run_detail(run_id=board.strong.pk).run.suite.release,
-        selectors.episode_detail(episode_id=episode.pk).episode.run.suite.release,
+        run_reads.run_list().first().suite.release,
+        api_reads.run_detail(run_id=board.strong.pk).run.suite.release,
+        api_reads.episode_detail(episode_id=episode.pk).episode.run.suite.release,
     ]
     for release in releases:
         assert release.get_deferred_fields() == file_list
@@ -394,9 +398,9 @@ def test_paper_cost_is_free_for_baselines_and_the_formula_for_priced_models(db):
     baseline = ModelSpec.objects.create(name="Heuristic", provider_model="baseline/heuristic")
     priced = model_spec("Priced", input_price_per_mtok=Decimal("2"), output_price_per_mtok=Decimal("10"))
     unpriced = ModelSpec.objects.create(name="Local", provider_model="nowhere/unknown-model-xyz")
-    assert selectors.paper_cost(baseline, 10**6, 10**6) == 0
-    assert selectors.paper_cost(priced, 3 * 10**6, 10**6) == Decimal("16")
-    assert selectors.paper_cost(unpriced, 10**6, 0) is None
+    assert ranking.paper_cost(baseline, 10**6, 10**6) == 0
+    assert ranking.paper_cost(priced, 3 * 10**6, 10**6) == Decimal("16")
+    assert ranking.paper_cost(unpriced, 10**6, 0) is None
 
 
 def test_a_t1_answer_restating_the_option_text_is_matched_through_the_options(board):

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from leaderboard import signal
+from leaderboard.explorer import signal
 from tests.datafiles import SLEEP_EDFX
 from tools_app.recording import Recording, open_recording
 

@@ -2,9 +2,10 @@
 import numpy as np
 import pytest
 
-from leaderboard import selectors, services
 from leaderboard.models import RunSummary
-from leaderboard.services import refresh_run_summary
+from leaderboard.run_pages import selectors as run_reads
+from leaderboard.summaries import scoring
+from leaderboard.summaries.scoring import refresh_run_summary
 from runs.models import Episode, Status
 from tests.leaderboard.boards import add_run, answer, model_spec, official_suite
 
@@ -13,15 +14,15 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def scored(monkeypatch):
-    """The tasks ``services.score_task`` scores, in order."""
+    """The tasks ``scoring.score_task`` scores, in order."""
     calls = []
-    real = services.score_task
-    monkeypatch.setattr(services, "score_task", lambda task, items: calls.append(task) or real(task, items))
+    real = scoring.score_task
+    monkeypatch.setattr(scoring, "score_task", lambda task, items: calls.append(task) or real(task, items))
     return calls
 
 
 def t3_accuracy(run):
-    return {task["task"]: task for task in selectors.run_task_rows(run)}["T3"]["metrics"]["accuracy"]
+    return {task["task"]: task for task in run_reads.run_task_rows(run)}["T3"]["metrics"]["accuracy"]
 
 
 def test_reads_of_a_stale_summary_rescore_once_per_change_and_write_nothing(scored):
@@ -68,24 +69,24 @@ def test_a_stored_summarys_bootstrap_is_drawn_once_until_it_is_saved_again(monke
     run = add_run(suite=official_suite(), model=model_spec("Whole"), complete=1.0, skill=0.6)
     summary = refresh_run_summary(run)
     draws = []
-    real = services.stats.overall_resamples
-    monkeypatch.setattr(services.stats, "overall_resamples", lambda *a, **k: draws.append(1) or real(*a, **k))
-    first = services.overall_resamples(summary)
-    assert services.overall_resamples(RunSummary.objects.get(run=run)) is first and len(draws) == 1
+    real = scoring.stats.overall_resamples
+    monkeypatch.setattr(scoring.stats, "overall_resamples", lambda *a, **k: draws.append(1) or real(*a, **k))
+    first = scoring.overall_resamples(summary)
+    assert scoring.overall_resamples(RunSummary.objects.get(run=run)) is first and len(draws) == 1
     refresh_run_summary(run, force=True)  # saved again (its interval drawn anew): its distribution is drawn again
     before = len(draws)
-    again = services.overall_resamples(RunSummary.objects.get(run=run))
+    again = scoring.overall_resamples(RunSummary.objects.get(run=run))
     assert len(draws) == before + 1 and again is not first and np.array_equal(again, first)
 
 
 def test_a_summary_rescored_in_memory_is_never_taken_for_the_stored_one():
     run = add_run(suite=official_suite(), model=model_spec("Whole"), complete=1.0, skill=0.6)
-    drawn = [services.overall_resamples(refresh_run_summary(run))]
+    drawn = [scoring.overall_resamples(refresh_run_summary(run))]
     episodes = list(run.episodes.filter(instance__task__code="T3").select_related("instance__task")[:2])
     for episode in episodes:  # each change leaves the stored summary staler: re-scored in memory, unsaved
         wrong = answer(episode.instance, not episode.scores.get("correct"), __import__("random").Random(0))
         Episode.objects.filter(pk=episode.pk).update(prediction=wrong, attempt=2)
-        rescored = selectors.run_summary(run)
+        rescored = run_reads.run_summary(run)
         assert rescored._state.adding and rescored.pk == run.pk  # unsaved, with its run's pk
-        drawn.append(services.overall_resamples(rescored))
+        drawn.append(scoring.overall_resamples(rescored))
     assert not np.array_equal(drawn[0], drawn[1]) and not np.array_equal(drawn[1], drawn[2])

@@ -9,8 +9,8 @@ import pytest
 from django.urls import reverse
 
 from benchmark.models import ModelSpec
-from leaderboard.services import import_published
-from leaderboard.signal import MAX_CHANNELS, MAX_POINTS
+from leaderboard.board.published import import_published
+from leaderboard.explorer.signal import MAX_CHANNELS, MAX_POINTS
 from runs.environment.service import agent_spec
 from runs.models import Episode, Run, Status, Step
 from tests.leaderboard.conftest import make_suite
@@ -492,7 +492,7 @@ def count_queries(client, url: str, **query) -> int:
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from leaderboard.services import refresh_run_summary
+    from leaderboard.summaries.scoring import refresh_run_summary
 
     for run in Run.objects.all():  # as the workers leave them: pages only read summaries
         refresh_run_summary(run)
@@ -545,7 +545,7 @@ def test_no_page_or_api_read_writes_even_with_a_stale_summary_and_each_shows_the
     from django.test.utils import CaptureQueriesContext
 
     from leaderboard.models import RunSummary
-    from leaderboard.services import refresh_run_summary
+    from leaderboard.summaries.scoring import refresh_run_summary
 
     run = bench.beta
     refresh_run_summary(run)

@@ -13,8 +13,10 @@ from benchmark.models import ModelSpec
 from benchmark.scoring import TASK_IDS
 from benchmark.scoring.epochs import epoch_agreement, mean_over_epochs, overall_over_epochs
 from leaderboard import stats
+from leaderboard.analysis import selectors as analysis_reads
+from leaderboard.board import ranking
 from leaderboard.models import RunSummary
-from leaderboard.services import refresh_run_summary, task_sample
+from leaderboard.summaries.scoring import refresh_run_summary, task_sample
 from runs.agents import build_agent
 from runs.episode.scoring import score_prediction
 from runs.interchange.importing import import_official_run
@@ -326,14 +328,14 @@ def test_metrics_over_epochs_average_the_epochs_that_define_them():
 
 
 def test_a_nights_record_counts_once_in_the_duration_bins_however_many_epochs(demo):
-    from leaderboard import selectors
+
 
     run, _ = random_run("--tasks", "T6", "--epochs", "3")
     summary = RunSummary.objects.get(run=run)
     nights = {row["instance"] for row in summary.items["T6"]}
     assert len(summary.items["T6"]) == 3 * len(nights)
-    row = next(row for row in selectors.leaderboard(suite="demo").rows if row.run_id == run.pk)
-    (model,) = selectors._t6_duration_bins([(row, summary)])["models"]  # the demo's nights are Sleep Cassette ones
+    row = next(row for row in ranking.leaderboard(suite="demo").rows if row.run_id == run.pk)
+    (model,) = analysis_reads._t6_duration_bins([(row, summary)])["models"]  # the demo's nights are Sleep Cassette ones
     assert sum(model["n_records"]) == len(nights) == 2
 
 

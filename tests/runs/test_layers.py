@@ -230,7 +230,7 @@ def test_the_guard_finds_an_upward_import_a_private_name_the_leaderboard_django_
     source = (
         "from runs.sweep import sweep_runs\n"
         "from runs import db\n"
-        "import leaderboard.services\n"
+        "import leaderboard.summaries.scoring\n"
         "from django.db.models.query import get_related_populators\n"
         "from django_q.tasks import async_task\n"
         "db._database()\n"
@@ -244,7 +244,7 @@ def test_the_guard_finds_an_upward_import_a_private_name_the_leaderboard_django_
     assert breaches() == {
         ("protocol", "runs.sweep"),
         ("protocol", "runs.db"),
-        ("protocol", "leaderboard.services"),
+        ("protocol", "leaderboard.summaries.scoring"),
         ("protocol", "runs.db._database"),
         ("protocol", "django.db.models.query"),
         ("protocol", "django_q.tasks"),

@@ -13,7 +13,7 @@ from django.test import Client
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from leaderboard.play import add_player, start_play
+from leaderboard.play.players import add_player, start_play
 from runs import db
 from runs.environment import bodies
 from runs.environment import service as environment

@@ -14,7 +14,7 @@ from rest_framework.test import APIClient
 
 from benchmark.models import Instance, ModelSpec
 from benchmark.releases import set_references
-from leaderboard.views import is_signal_step
+from leaderboard.explorer.steps import is_signal_step
 from runs.environment import service as environment
 from runs.episode.engine import run_episode
 from runs.models import Episode, Status

@@ -12,7 +12,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
-from leaderboard.play import add_player, start_play
+from leaderboard.play.players import add_player, start_play
 from runs.environment import service as environment
 from runs.models import Status
 from tests.runs.demo_suite import import_demo

@@ -1,8 +1,7 @@
 """``manage.py import_published``: load the paper's published results onto the board of its suite."""
 from django.core.management.base import BaseCommand, CommandError
 
-from leaderboard.published import FIXTURE_DIR, PAPER_BOARD, PublishedDataError
-from leaderboard.services import import_published
+from leaderboard.board.published import FIXTURE_DIR, PAPER_BOARD, PublishedDataError, import_published
 
 
 class Command(BaseCommand):

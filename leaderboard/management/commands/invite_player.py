@@ -4,7 +4,7 @@ import secrets
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
-from leaderboard.play import PLAYERS_GROUP, add_player
+from leaderboard.play.players import PLAYERS_GROUP, add_player
 
 
 class Command(BaseCommand):

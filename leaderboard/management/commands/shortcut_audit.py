@@ -4,8 +4,8 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from benchmark.models import Suite
-from leaderboard.shortcut_audit import audit_suite
-from leaderboard.shortcuts import SIGNAL_TASKS, AuditError
+from leaderboard.audit.rules import SIGNAL_TASKS, AuditError
+from leaderboard.audit.runner import audit_suite
 
 
 class Command(BaseCommand):

@@ -1,6 +1,6 @@
 """An episode's charts: the signal and windowed features a tool call looked at, and the outcome.
 
-Plotly figure dicts built from plain data, as in ``leaderboard.charts`` (whose layout helpers they
+Plotly figure dicts built from plain data, as in ``leaderboard.analysis.charts`` (whose layout helpers they
 share): a step's signal plot and feature plot, drawn one above the other with their time axes
 aligned, and the episode's outcome against its reference, seizure intervals (Fig. 9) or a
 hypnogram (Fig. 10); ``prediction_figure`` draws an answer from its instance (the explorer's
@@ -13,8 +13,8 @@ from collections.abc import Mapping, Sequence
 
 from benchmark.scoring.hypnogram import align, expand_rle
 from benchmark.scoring.seizure import parse_raw_events
-from leaderboard.charts import MUTED, axis, base_layout, color, empty_figure
-from leaderboard.signal import feature_title, plotted_features
+from leaderboard.analysis.charts import MUTED, axis, base_layout, color, empty_figure
+from leaderboard.explorer.signal import feature_title, plotted_features
 
 #: AASM stages from the top of a hypnogram down, as sleep is usually drawn.
 HYPNOGRAM_STAGES = ("W", "REM", "N1", "N2", "N3")

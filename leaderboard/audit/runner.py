@@ -3,7 +3,7 @@
 The features are what an agent could see: every tool is run through the episode loop's own tool
 runner (``runs.episode.opening.record_tools``) on the instance's recording, with default arguments, and each
 tool once per instance (T5/T6: the windowed features, split into calls that fit the output budget).
-The cross-validation itself is pure (``leaderboard.shortcuts``); the result of each task is stored
+The cross-validation itself is pure (``leaderboard.audit.rules``); the result of each task is stored
 as a ``ShortcutAudit`` row, which the task pages and the leaderboard show as a reference.
 """
 from __future__ import annotations
@@ -17,9 +17,10 @@ from django.db import transaction
 
 from benchmark.models import Instance, Suite
 from benchmark.scoring.seizure import subject_of
-from leaderboard import shortcuts
+from leaderboard.audit import features as audit_features
+from leaderboard.audit import rules
 from leaderboard.models import ShortcutAudit
-from leaderboard.services import task_sample
+from leaderboard.summaries.scoring import task_sample
 from runs.episode.opening import allowed_tool_names, record_tools
 from runs.episode.scoring import scoring_item
 
@@ -42,7 +43,7 @@ def _scalar_features(instance: Instance) -> dict[str, float]:
     features: dict[str, float] = {}
     for tool_name in allowed_tool_names(instance):
         if tool_name != WINDOWED:
-            features |= shortcuts.scalar_features(tool_name, call(tool_name, {}))
+            features |= audit_features.scalar_features(tool_name, call(tool_name, {}))
     return features
 
 
@@ -80,20 +81,20 @@ def _group(instance: Instance) -> str:
     try:
         return subject_of(instance.scenario_id)  # the subject the official scorer aggregates by
     except ValueError as exc:
-        raise shortcuts.AuditError(str(exc)) from None
+        raise audit_features.AuditError(str(exc)) from None
 
 
-def audit_instance(instance: Instance) -> shortcuts.AuditInstance:
+def audit_instance(instance: Instance) -> audit_features.AuditInstance:
     """One instance with the features its task's rules read."""
     item = scoring_item(instance, None)
     group = _group(instance)
     task = instance.task.code
     if task in ("T5", "T6"):
-        window_sec = shortcuts.EPOCH_SEC if task == "T6" else shortcuts.T5_WINDOW_SEC
-        starts, series = shortcuts.windowed_features(_windowed_results(instance, window_sec=window_sec))
-        return shortcuts.AuditInstance(item=item, group=group, window_starts=starts, window_sec=window_sec,
+        window_sec = audit_features.EPOCH_SEC if task == "T6" else rules.T5_WINDOW_SEC
+        starts, series = audit_features.windowed_features(_windowed_results(instance, window_sec=window_sec))
+        return audit_features.AuditInstance(item=item, group=group, window_starts=starts, window_sec=window_sec,
                                        windows=series)
-    return shortcuts.AuditInstance(item=item, group=group, features=_scalar_features(instance))
+    return audit_features.AuditInstance(item=item, group=group, features=_scalar_features(instance))
 
 
 def audit_suite(
@@ -103,7 +104,7 @@ def audit_suite(
 
     Returns ``{"tasks": {"T3": {"primary_metric", "best": {"feature", "rule", "score", "ci"},
     "candidates": [...], "folds"}}}``; ``folds`` is at most ``folds``, fewer for a task whose
-    subjects, nights or smallest class cannot fill them. Raises ``shortcuts.AuditError``
+    subjects, nights or smallest class cannot fill them. Raises ``audit_features.AuditError``
     (nothing stored) when a task cannot be audited.
     """
     audits: dict[str, dict[str, Any]] = {}
@@ -113,14 +114,14 @@ def audit_suite(
             .select_related("task", "suite__release").order_by("position", "id")
         )
         if not instances:
-            raise shortcuts.AuditError(f"suite {suite.name!r} has no {task} instances")
+            raise audit_features.AuditError(f"suite {suite.name!r} has no {task} instances")
         progress(f"{task}: reading the tools' outputs on {len(instances)} instances")
         audited = []
         for number, instance in enumerate(instances, start=1):
             audited.append(audit_instance(instance))
             if number % 25 == 0 or number == len(instances):
                 progress(f"{task}: {number}/{len(instances)} instances")
-        result = shortcuts.audit_task(task, audited, n_folds=folds, seed=seed,
+        result = rules.audit_task(task, audited, n_folds=folds, seed=seed,
                                       sample_of=functools.partial(task_sample, task), progress=progress)
         if result.n_folds < folds:
             progress(f"{task}: {result.n_folds} folds, as many as its subjects, nights or smallest class allow")

@@ -1,4 +1,4 @@
-"""Leaderboard writes: scoring a run into its summary, and loading the paper's published rows.
+"""Scoring a run into its summary, the leaderboard's one write.
 
 Summaries are written by the runs side only, never by a page: ``episodes_ended(run_id=...)`` is
 called wherever episodes end or change (the queue task, ``run_sync``, the environment API, cancel,
@@ -17,25 +17,21 @@ import json
 import threading
 from collections import OrderedDict, defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 from django.db import transaction
 from django.db.models import BooleanField, Count, ExpressionWrapper, Max, Q, Sum
 from django.utils import timezone
-from django.utils.text import slugify
 
-from benchmark.models import Instance, ModelSpec
+from benchmark.models import Instance
 from benchmark.scoring import TASK_IDS, ScoringItem, overall, score_task
 from benchmark.scoring.classification import REFERENCE_CLASSES
 from benchmark.scoring.epochs import answered_correctly, combine_epochs, epochs_entry
 from benchmark.scoring.files import epoch_count
 from leaderboard import stats
-from leaderboard.models import PublishedResult, RunSummary
-from leaderboard.published import CITATION, FIXTURE_DIR, PAPER_BOARD, read_published
+from leaderboard.models import RunSummary
 from runs.models import Episode, Run, Status, Step
 
 # What each task keeps of the scorer's per-item result, beside the instance and episode ids.
@@ -469,67 +465,3 @@ def episodes_ended(*, run_id: int) -> RunSummary | None:
     return refresh_run_summary(run)
 
 
-# ── the paper's published rows ──────────────────────────────────────────────────────────────
-
-@dataclass(frozen=True)
-class PublishedImport:
-    """What ``import_published`` did."""
-
-    board: str
-    rows: int
-    models_created: int
-    models_completed: int
-    rows_removed: int
-
-
-# ModelSpec fields the paper informs; an existing model only gets those that are blank.
-_SPEC_FIELDS = (
-    "family", "parameters", "parameters_b", "context_window", "is_open_weight",
-    "input_price_per_mtok", "output_price_per_mtok",
-)  # fmt: skip
-
-
-@transaction.atomic
-def import_published(*, board: str = PAPER_BOARD, directory: str | Path = FIXTURE_DIR) -> PublishedImport:
-    """Load the paper's Tables 2, 4, 5 and 6 onto ``board``, replacing its published rows.
-
-    Each of the 29 models gets a ``ModelSpec`` (created with the paper's family, size, context
-    window, open-weight flag and prices; an existing one keeps its values and only has blanks
-    filled, so an admin's settings win) and one ``PublishedResult`` on the board. Safe to repeat.
-    """
-    if not board or slugify(board) != board:
-        raise ValueError(f"board {board!r} must be a slug: lower-case letters, digits and hyphens")
-    published = read_published(directory)
-    created = completed = 0
-    kept = []
-    for position, model in enumerate(published):
-        paper = {field: getattr(model, field) for field in _SPEC_FIELDS}
-        spec, was_created = ModelSpec.objects.get_or_create(name=model.name, defaults=paper)
-        created += was_created
-        blanks = [field for field, value in paper.items() if getattr(spec, field) in (None, "") and value is not None]
-        if not was_created and blanks:
-            for field in blanks:
-                setattr(spec, field, paper[field])
-            spec.save(update_fields=blanks)
-            completed += 1
-        row, _ = PublishedResult.objects.update_or_create(
-            board=board,
-            model=spec,
-            defaults={
-                "position": position,
-                "group": model.group,
-                "overall": model.overall,
-                "metrics": model.metrics,
-                "prompt_tokens": model.prompt_tokens,
-                "completion_tokens": model.completion_tokens,
-                "total_tokens": model.total_tokens,
-                "input_price_per_mtok": model.input_price_per_mtok,
-                "output_price_per_mtok": model.output_price_per_mtok,
-                "citation": CITATION,
-            },
-        )
-        kept.append(row.pk)
-    removed, _ = PublishedResult.objects.filter(board=board).exclude(pk__in=kept).delete()
-    return PublishedImport(
-        board=board, rows=len(kept), models_created=created, models_completed=completed, rows_removed=removed
-    )

@@ -19,8 +19,10 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST, require_safe
 
 from benchmark.models import Suite
-from leaderboard import play, views
 from leaderboard.access import HELD_OUT_NOTE, shows_items, shows_references
+from leaderboard.explorer.reads import signal_step
+from leaderboard.explorer.steps import step_details, step_signal, step_view
+from leaderboard.play import players
 from runs.environment import service as environment
 from runs.environment.bodies import json_body
 from runs.models import Episode, Status, Step
@@ -33,7 +35,7 @@ def player_required(view):
     def checked(request: HttpRequest, *args, **kwargs):
         if not request.user.is_authenticated:
             return redirect_to_login(request.get_full_path())
-        if not play.is_player(request.user):
+        if not players.is_player(request.user):
             raise PermissionDenied("Playing is for invited players; ask the site's staff for an invitation.")
         return view(request, *args, **kwargs)
 
@@ -44,13 +46,13 @@ def player_required(view):
 @player_required
 def index(request: HttpRequest) -> HttpResponse:
     """Pick a suite and task to play; the player's unfinished episodes to go back to, and those they finished."""
-    episodes = play.player_episodes(request.user).select_related("run__suite", "instance__task").order_by("-started_at")
+    episodes = players.player_episodes(request.user).select_related("run__suite", "instance__task").order_by("-started_at")
     suites = list(Suite.objects.select_related("release").order_by("name"))
     return render(request, "play/index.html", {
         "nav": "play",
-        "suites": [{"suite": suite, "tasks": play.task_progress(request.user, suite)} for suite in suites],
+        "suites": [{"suite": suite, "tasks": players.task_progress(request.user, suite)} for suite in suites],
         "unfinished": episodes.filter(status=Status.RUNNING),
-        "finished": episodes.filter(status__in=play.ENDED)[:50],
+        "finished": episodes.filter(status__in=players.ENDED)[:50],
         "held_out_note": HELD_OUT_NOTE,
     })
 
@@ -64,7 +66,7 @@ def start(request: HttpRequest) -> HttpResponse:
         return HttpResponseBadRequest("A suite or task name holds a NUL character.", content_type="text/plain")
     suite = get_object_or_404(Suite, name=name)
     try:
-        episode = play.start_play(user=request.user, suite=suite, task=task)
+        episode = players.start_play(user=request.user, suite=suite, task=task)
     except (ValueError, environment.EnvironmentRefused) as exc:
         messages.error(request, str(exc))
         return redirect("play:index")
@@ -78,11 +80,11 @@ def episode(request: HttpRequest, pk: int) -> HttpResponse:
 
     An episode that has ended has nothing left to play: its own page shows the result.
     """
-    episode = play.own_episode(request.user, pk)
+    episode = players.own_episode(request.user, pk)
     if episode.status != Status.RUNNING:
         return redirect(_ended_url(request, episode))
     offer = environment.started_episode(episode)
-    facts = play.record_facts(episode)
+    facts = players.record_facts(episode)
     task = episode.instance.task
     return render(request, "play/episode.html", {
         "nav": "play",
@@ -93,10 +95,10 @@ def episode(request: HttpRequest, pk: int) -> HttpResponse:
         "official_limits": offer.limits == {"max_turns": task.max_turns, "max_tool_calls": task.max_tool_calls},
         "references": shows_references(request, episode.run.suite),
         "items": shows_items(request, episode.run.suite),
-        "tools": play.tool_forms(offer.tools, facts),
-        "answer_fields": play.schema_fields(offer.output_schema, facts),
+        "tools": players.tool_forms(offer.tools, facts),
+        "answer_fields": players.schema_fields(offer.output_schema, facts),
         "steps": _steps(episode),
-        "preview": play.answer_preview(episode, {}),
+        "preview": players.answer_preview(episode, {}),
         "steps_url": reverse("play:steps", args=[pk]),
         "preview_url": reverse("play:preview", args=[pk]),
         "play_config": {
@@ -112,7 +114,7 @@ def _steps(episode: Episode) -> list[dict]:
     """The episode's steps as the explorer lists them, their details fetched from the play pages."""
     shown = []
     for step in episode.steps.exclude(kind=Step.Kind.PROMPT).order_by("index"):
-        item = views.step_view(step, episode.pk, staff=False)
+        item = step_view(step, episode.pk, staff=False)
         if item["details_url"]:
             item["details_url"] = reverse("play:step", args=[episode.pk, step.index])
         shown.append(item)
@@ -123,7 +125,7 @@ def _steps(episode: Episode) -> list[dict]:
 @player_required
 def steps(request: HttpRequest, pk: int) -> HttpResponse:
     """The step list of the player's episode, refreshed after each action."""
-    episode = play.own_episode(request.user, pk)
+    episode = players.own_episode(request.user, pk)
     return render(request, "leaderboard/_steps.html", {"steps": _steps(episode)})
 
 
@@ -131,17 +133,17 @@ def steps(request: HttpRequest, pk: int) -> HttpResponse:
 @player_required
 def step(request: HttpRequest, pk: int, index: int) -> HttpResponse:
     """One step's details, as the explorer shows them."""
-    episode = play.own_episode(request.user, pk)
+    episode = players.own_episode(request.user, pk)
     found = get_object_or_404(Step.objects.select_related("episode"), episode=episode, index=index)
-    return views.step_details(request, found, signal_url=reverse("play:signal", args=[pk, index]))
+    return step_details(request, found, signal_url=reverse("play:signal", args=[pk, index]))
 
 
 @require_safe
 @player_required
 def signal(request: HttpRequest, pk: int, index: int) -> JsonResponse:
     """The signal a tool call covered, decimated as for any visitor; cached by the player's browser only."""
-    episode = play.own_episode(request.user, pk)
-    response = views.step_signal(request, views.signal_step(episode.pk, index))
+    episode = players.own_episode(request.user, pk)
+    response = step_signal(request, signal_step(episode.pk, index))
     response["Cache-Control"] = "private, max-age=3600"
     return response
 
@@ -153,7 +155,7 @@ def action(request: HttpRequest, pk: int, *, body: dict) -> JsonResponse:
     """One action of the player, the JSON an external agent posts: ``{"action": "tool_call", "tool_name",
     "arguments"}`` or ``{"action": "final_answer", …}``; the environment's reply, and where to go once it has ended.
     A body the environment API refuses is refused here the same way (``runs.environment.bodies``)."""
-    episode = play.own_episode(request.user, pk)
+    episode = players.own_episode(request.user, pk)
     try:
         outcome = environment.take_action(episode=episode, action=body)
     except environment.EnvironmentRefused as exc:
@@ -193,5 +195,5 @@ def _ended_url(request: HttpRequest, episode: Episode) -> str:
 @json_body
 def preview(request: HttpRequest, pk: int, *, body: dict) -> JsonResponse:
     """The chart of the answer being written (T5 intervals, T6 hypnogram), redrawn as the player edits it."""
-    episode = play.own_episode(request.user, pk)
-    return JsonResponse({"figure": play.answer_preview(episode, body)})
+    episode = players.own_episode(request.user, pk)
+    return JsonResponse({"figure": players.answer_preview(episode, body)})

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchmark.wording import OFFICIAL
-from leaderboard.published import PAPER_BOARD
+from leaderboard.board.published import PAPER_BOARD
 from runs.agents import is_baseline
 from runs.model.agent import CONTROL_SETTINGS, PAPER_MAX_TOKENS, PAPER_PROTOCOL, PAPER_TEMPERATURE
 from runs.models import Run

@@ -6,8 +6,8 @@ from benchmark.models import ModelSpec, Suite, Task
 from benchmark.scoring import TASK_IDS
 from benchmark.wording import INSTALL_COMMAND, OFFICIAL, PLATFORM, default_prompt_set, official_available
 from runs.agents import EXTERNAL_FAMILY, HUMAN_FAMILY
-from runs.model.routing import check_key_env, check_model_host
 from runs.model.agent import PAPER_MAX_TOKENS, PAPER_PROTOCOL, PAPER_TEMPERATURE
+from runs.model.routing import check_key_env, check_model_host
 from runs.models import MAX_EPOCHS, Status
 
 ENV_NAME = RegexValidator(

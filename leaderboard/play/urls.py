@@ -1,7 +1,7 @@
 """Routes of the play pages, under the "play" namespace (mounted at /play/ by config/urls.py)."""
 from django.urls import path
 
-from leaderboard import play_views
+from leaderboard.play import views as play_views
 
 app_name = "play"
 

@@ -25,7 +25,7 @@ from django.db.models import QuerySet
 from django.http import Http404
 
 from benchmark.models import Suite
-from leaderboard import episode_charts
+from leaderboard.explorer import charts as episode_charts
 from runs.environment import service as environment
 from runs.models import EnvironmentToken, Episode, Run, Status, Step
 from tools_app.signal.windowed import FEATURES

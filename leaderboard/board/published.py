@@ -4,7 +4,7 @@ The tables ship in ``leaderboard/fixtures/published/`` (see CITATION.md there) a
 here into one record per model, with the printed sizes parsed for plots: ``"21B-A3B"`` is 21
 billion parameters of which 3 billion are active, ``"~1T"`` is 1,000 billion, a context of
 ``"32K"`` is 32,000 tokens (the tables round, so K and M are decimal). No Django here; the rows
-are written to the database by ``leaderboard.services.import_published``.
+are written to the database by ``import_published`` at the end of this module.
 """
 from __future__ import annotations
 
@@ -14,7 +14,13 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
-FIXTURE_DIR = Path(__file__).resolve().parent / "fixtures" / "published"
+from django.db import transaction
+from django.utils.text import slugify
+
+from benchmark.models import ModelSpec
+from leaderboard.models import PublishedResult
+
+FIXTURE_DIR = Path(__file__).resolve().parents[1] / "fixtures" / "published"
 TABLE2 = "table2_main_results.csv"
 TABLE4 = "table4_models.csv"
 TABLE5 = "table5_tokens.csv"
@@ -223,3 +229,67 @@ def read_published(directory: str | Path = FIXTURE_DIR) -> list[PublishedModel]:
             )
         )
     return models
+
+
+@dataclass(frozen=True)
+class PublishedImport:
+    """What ``import_published`` did."""
+
+    board: str
+    rows: int
+    models_created: int
+    models_completed: int
+    rows_removed: int
+
+
+# ModelSpec fields the paper informs; an existing model only gets those that are blank.
+_SPEC_FIELDS = (
+    "family", "parameters", "parameters_b", "context_window", "is_open_weight",
+    "input_price_per_mtok", "output_price_per_mtok",
+)  # fmt: skip
+
+
+@transaction.atomic
+def import_published(*, board: str = PAPER_BOARD, directory: str | Path = FIXTURE_DIR) -> PublishedImport:
+    """Load the paper's Tables 2, 4, 5 and 6 onto ``board``, replacing its published rows.
+
+    Each of the 29 models gets a ``ModelSpec`` (created with the paper's family, size, context
+    window, open-weight flag and prices; an existing one keeps its values and only has blanks
+    filled, so an admin's settings win) and one ``PublishedResult`` on the board. Safe to repeat.
+    """
+    if not board or slugify(board) != board:
+        raise ValueError(f"board {board!r} must be a slug: lower-case letters, digits and hyphens")
+    published = read_published(directory)
+    created = completed = 0
+    kept = []
+    for position, model in enumerate(published):
+        paper = {field: getattr(model, field) for field in _SPEC_FIELDS}
+        spec, was_created = ModelSpec.objects.get_or_create(name=model.name, defaults=paper)
+        created += was_created
+        blanks = [field for field, value in paper.items() if getattr(spec, field) in (None, "") and value is not None]
+        if not was_created and blanks:
+            for field in blanks:
+                setattr(spec, field, paper[field])
+            spec.save(update_fields=blanks)
+            completed += 1
+        row, _ = PublishedResult.objects.update_or_create(
+            board=board,
+            model=spec,
+            defaults={
+                "position": position,
+                "group": model.group,
+                "overall": model.overall,
+                "metrics": model.metrics,
+                "prompt_tokens": model.prompt_tokens,
+                "completion_tokens": model.completion_tokens,
+                "total_tokens": model.total_tokens,
+                "input_price_per_mtok": model.input_price_per_mtok,
+                "output_price_per_mtok": model.output_price_per_mtok,
+                "citation": CITATION,
+            },
+        )
+        kept.append(row.pk)
+    removed, _ = PublishedResult.objects.filter(board=board).exclude(pk__in=kept).delete()
+    return PublishedImport(
+        board=board, rows=len(kept), models_created=created, models_completed=completed, rows_removed=removed
+    )

@@ -290,3 +290,5 @@ def feature_title(name: str) -> str:
     else:
         return name.replace("_", " ")
     return f"{title} ({unit})"
+
+
