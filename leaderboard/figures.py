@@ -1,6 +1,8 @@
-"""The look every plotly figure of the site shares: palette, a model's colour, fonts, axes, and the figure with nothing to draw.
+"""The look every plotly figure of the site shares: palette, a model's colour, fonts, axes.
 
-A model has one colour on every chart (:func:`model_color`). A chart with nothing to draw says so in its ``"empty"`` sentence (:func:`empty_figure`); a figure may carry a ``"note"``, a sentence printed under it.
+A model has one colour on every chart (:func:`model_color`). A chart with nothing to draw says so in
+its ``"empty"`` sentence (:func:`empty_figure`); a figure may carry a ``"note"``, a sentence printed
+under it.
 """
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ class RunSummary(models.Model):
     (``official``, ``reasons``, ``primary_metric``, ``primary_score``, ``metrics``,
     ``completeness``) and the ``signature`` of the episodes it was computed from; a task whose
     episodes no longer match their signature is re-scored: saved by the runs side
-    (``services.episodes_ended``), in memory only by a page (``services.current_summary``).
+    (``summaries.scoring.episodes_ended``), in memory only by a page (``summaries.scoring.current_summary``).
     ``items`` holds, per task code, one compact row per instance (the scorer's per-item result
     with the instance and episode ids), for the bootstrap and the per-instance analyses;
     ``tool_use`` holds, per task code, tool-call counts by tool and per completed episode.

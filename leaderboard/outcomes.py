@@ -1,21 +1,27 @@
-"""How an episode ended as the pages and filters name it: correct, wrong, missing, error, or its status while unfinished."""
+"""How an episode ended as pages and filters name it: correct, wrong, missing, error, or its status."""
 from __future__ import annotations
+
+import functools
+import operator
 
 from django.db.models import Case, CharField, F, Q, Value, When
 
-from benchmark.scoring.epochs import T6_CORRECT_MACRO_F1
+from benchmark.scoring.epochs import CORRECT_WHEN
 from runs.models import Status
 
+
+def _holds(key: str, comparison: str, wanted) -> Q:
+    """One condition of ``CORRECT_WHEN`` on an episode's scores; a score that is JSON null holds none
+    (SQLite would compare the text "null")."""
+    return Q(**{f"scores__{key}__{comparison}": wanted}) & ~Q(**{f"scores__{key}": None})
+
+
 _ANSWERED = Q(status=Status.COMPLETED, final_answer__isnull=False)
-# What counts as a correct answer, per task: the right label (T1-T4); every seizure found with no
-# false alarm, which on a seizure-free record means staying silent (T5); a night staged with a
-# macro-F1 of at least T6_CORRECT_MACRO_F1 (T6, which has no single right answer). The run page
-# writes this rule beside its outcome column; benchmark.scoring.epochs.is_correct is the same rule.
-_CORRECT = (
-    Q(instance__task__code__in=["T1", "T2", "T3", "T4"], scores__correct=True)
-    | Q(instance__task__code="T5", scores__fn=0, scores__fp=0)
-    | Q(instance__task__code="T6", scores__macro_f1__gte=T6_CORRECT_MACRO_F1)
-)
+# A correct answer, as a query: ``benchmark.scoring.epochs.CORRECT_WHEN``, the rule ``is_correct`` reads.
+_CORRECT = functools.reduce(operator.or_, (
+    functools.reduce(operator.and_, (_holds(*condition) for condition in conditions), Q(instance__task__code=task))
+    for task, conditions in CORRECT_WHEN.items()
+))
 OUTCOME = Case(
     When(status=Status.FAILED, then=Value("error")),
     When(status=Status.COMPLETED, final_answer__isnull=True, then=Value("missing")),

@@ -123,6 +123,17 @@ class Run(Usage):
     def __str__(self) -> str:
         return self.name or f"run {self.pk}"
 
+    def can_cancel(self) -> bool:
+        """Whether the run may be cancelled: it has not ended. The one rule of the cancel button and ``cancel_run``."""
+        return self.status in (Status.PENDING, Status.RUNNING)
+
+    def can_resume(self) -> bool:
+        """Whether the run may be resumed: one played here that failed, was cancelled or still runs (perhaps stuck).
+
+        The one rule of the resume button and ``runs.queue.lifecycle.resume_run``.
+        """
+        return self.source == self.Source.RUN and self.status in (Status.FAILED, Status.CANCELLED, Status.RUNNING)
+
     def progress(self) -> dict[str, int]:
         """Return the number of this run's episodes in each status, every status present."""
         counts = dict(self.episodes.values_list("status").annotate(n=Count("id")).order_by())

@@ -22,18 +22,28 @@ CLASSIFICATION_TASKS = ("T1", "T2", "T3", "T4")
 T6_CORRECT_MACRO_F1 = 0.5
 
 
-def is_correct(task: str, scores: Mapping[str, Any]) -> bool:
-    """Whether an answered episode is correct, from its per-item scores: the run page's rule.
+# What makes an answered episode correct, from its per-item scores: per task, conditions that must
+# all hold, as (score, comparison, value) with the comparisons "exact" and "gte". T1-T4: the
+# reference label. T5: every seizure found and no false alarm (on a seizure-free record, none
+# predicted). T6: a night's macro-F1 of at least T6_CORRECT_MACRO_F1, since a night has no single
+# right answer. ``is_correct`` reads them, and the leaderboard's episode query is built from them
+# (``leaderboard.outcomes``), so the run page's filter and the repeated-run statistics never differ.
+CORRECT_WHEN: dict[str, tuple[tuple[str, str, Any], ...]] = {
+    **{task: (("correct", "exact", True),) for task in CLASSIFICATION_TASKS},
+    "T5": (("fn", "exact", 0), ("fp", "exact", 0)),
+    "T6": (("macro_f1", "gte", T6_CORRECT_MACRO_F1),),
+}
 
-    T1-T4: the reference label. T5: every seizure found and no false alarm (on a seizure-free
-    record, none predicted). T6: a night's macro-F1 of at least ``T6_CORRECT_MACRO_F1``, since a
-    night has no single right answer.
-    """
-    if task == "T5":
-        return scores.get("fn") == 0 and scores.get("fp") == 0
-    if task == "T6":
-        return scores.get("macro_f1") is not None and scores["macro_f1"] >= T6_CORRECT_MACRO_F1
-    return scores.get("correct") is True
+
+def _holds(value: Any, comparison: str, wanted: Any) -> bool:
+    if comparison == "gte":
+        return value is not None and not isinstance(value, bool) and value >= wanted
+    return value is wanted if isinstance(wanted, bool) else not isinstance(value, bool) and value == wanted
+
+
+def is_correct(task: str, scores: Mapping[str, Any]) -> bool:
+    """Whether an answered episode is correct, from its per-item scores: the run page's rule (``CORRECT_WHEN``)."""
+    return all(_holds(scores.get(key), comparison, wanted) for key, comparison, wanted in CORRECT_WHEN[task])
 
 
 def answered_correctly(task: str, scores: Mapping[str, Any], *, completed: bool, answered: bool) -> bool:

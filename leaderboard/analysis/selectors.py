@@ -1,4 +1,8 @@
-"""The paper's analyses of a board and of a task, read from the runs' summaries: score distributions, cost and size against Overall, tool use, tokens, rank stability; per task the confusion matrices, SNR bins, miss and over-alarm rates and duration bins."""
+"""The paper's analyses of a board and of a task, read from the runs' summaries.
+
+A board's score distributions, cost and size against Overall, tool use, tokens and rank stability;
+a task's confusion matrices, SNR bins, miss and over-alarm rates and recording-length bins.
+"""
 from __future__ import annotations
 
 import statistics
@@ -78,7 +82,7 @@ class Analysis:
 
     ``distributions``: per task, ``{"metric", "random_baseline", "models": [point + "score"],
     "instances": [point + "scores"]}``, per-model primary scores (runs and published) and, for
-    runs, per-instance scores (``services.item_score``). ``cost_performance``: priced rows with an
+    runs, per-instance scores (``summaries.scoring.item_score``). ``cost_performance``: priced rows with an
     Overall, cheapest first, ``cost_usd`` by the paper's formula, ``on_pareto_frontier``.
     ``scale``: rows with an Overall and their sizes (``parameters_b`` None: not reported).
     ``tool_use``: see ``_tool_use``. ``tokens``: every row's token totals, largest first.

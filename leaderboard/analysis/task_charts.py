@@ -1,4 +1,8 @@
-"""The task pages' figures: scores with the shortcut audit's line, confusion matrices, the SNR dose-response (Fig. 8), miss against over-alarm rate (Fig. 7a) and macro-F1 by recording length (Fig. 7d)."""
+"""The task pages' figures, built from plain data as ``leaderboard.analysis.charts``'s are.
+
+Scores with the shortcut audit's line, confusion matrices, the SNR dose-response (Fig. 8), miss
+against over-alarm rate (Fig. 7a) and macro-F1 by recording length (Fig. 7d).
+"""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence

@@ -16,7 +16,7 @@ from leaderboard.analysis import selectors as analysis_reads
 from leaderboard.audit import reads as audit_reads
 from leaderboard.board import ranking
 from leaderboard.board.charts import chart_points, labels_for, row_point
-from leaderboard.templatetags.leaderboard import metric_name
+from leaderboard.formats import metric_name
 
 
 def _wanted_board(request: HttpRequest) -> tuple[str | None, list]:
@@ -104,7 +104,7 @@ def task(request: HttpRequest, code: str) -> HttpResponse:
     labels = labels_for(data.rows) if data else {}
     audit = audit_reads.shortcut_audits(suite=suite).get(code) if suite else None
     items = shows_items(request, next((board.suite for board in listed if board.name == suite), None))
-    return render(request, "leaderboard/task.html", {
+    return render(request, "leaderboard/analysis/task.html", {
         "nav": code,
         "task": task,
         "metrics": [task.primary_metric, *task.secondary_metrics],
@@ -182,7 +182,7 @@ def analysis(request: HttpRequest) -> HttpResponse:
     """
     wanted, listed = _wanted_board(request)
     if not listed:
-        return render(request, "leaderboard/analysis.html", {"nav": "analysis", "analysis": None, "boards": listed})
+        return render(request, "leaderboard/analysis/analysis.html", {"nav": "analysis", "analysis": None, "boards": listed})
     boards = {board.name: _board_analysis(board.name) for board in listed}
     suite = wanted or max(boards, key=lambda name: (boards[name]["drawn"], len(boards[name]["data"].rows)))
     shown = boards[suite]
@@ -191,7 +191,7 @@ def analysis(request: HttpRequest) -> HttpResponse:
         for key, figure in shown["figures"].items() if figure.get("empty")
     }
     tool_use = shown["data"].tool_use
-    return render(request, "leaderboard/analysis.html", {
+    return render(request, "leaderboard/analysis/analysis.html", {
         "nav": "analysis",
         "analysis": shown["data"],
         "figures": shown["figures"],

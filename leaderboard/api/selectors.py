@@ -1,4 +1,4 @@
-"""The REST API's detail reads: a run with its episodes, an episode with its steps, the tasks and a suite's instances."""
+"""The REST API's detail reads: a run with its episodes, an episode with its steps, tasks, instances."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -8,9 +8,9 @@ from typing import Any
 from django.db.models import QuerySet
 
 from benchmark.models import Instance, Release, Task
-from leaderboard.board.ranking import LeaderboardRow, run_row, stored_summary
+from leaderboard.board.ranking import LeaderboardRow, run_row
 from leaderboard.run_pages.selectors import episode_order, task_rows
-from leaderboard.summaries.scoring import current_summary, item_score
+from leaderboard.summaries.scoring import current_summary, item_score, stored_summary
 from runs.models import Episode, Run, Status, Step
 
 

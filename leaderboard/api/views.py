@@ -23,6 +23,7 @@ from leaderboard.api import serializers
 from leaderboard.api.base import Endpoint, view_description
 from leaderboard.audit import reads as audit_reads
 from leaderboard.board import ranking
+from leaderboard.board.serializers import LeaderboardSerializer
 from leaderboard.run_pages import selectors as run_reads
 from runs.models import Episode, Run
 
@@ -96,7 +97,7 @@ class LeaderboardView(Endpoint):
             board = ranking.leaderboard(**_query(serializers.LeaderboardQuerySerializer, request))
         except ranking.UnknownBoard as exc:
             raise NotFound(str(exc)) from None
-        return Response({**serializers.LeaderboardSerializer(board).data,
+        return Response({**LeaderboardSerializer(board).data,
                          "one_feature_audit": audit_reads.audit_json(board.audits, rules=is_staff(request))})
 
 

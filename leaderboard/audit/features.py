@@ -1,4 +1,7 @@
-"""The shortcut audit's inputs, as pure functions (no Django): the features one tool call gives, an audited instance, and the folds of the cross-validation."""
+"""The shortcut audit's inputs, as pure functions (no Django).
+
+The features one tool call gives, an audited instance, and the folds of the cross-validation.
+"""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence

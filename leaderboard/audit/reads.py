@@ -1,4 +1,4 @@
-"""The stored one-feature shortcut audits of a suite, and their JSON as the API and downloads give it (rules for staff only)."""
+"""The stored one-feature shortcut audits of a suite, and their JSON (the rules for staff only)."""
 from __future__ import annotations
 
 from typing import Any

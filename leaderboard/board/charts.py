@@ -1,4 +1,7 @@
-"""The board's Overall chart, its legend read from the figure, and the chart labels of a board's rows, which the analysis figures share."""
+"""The board's Overall chart, its legend read from the figure, and the chart labels of a board's rows.
+
+The analysis and task figures label their points with the same ``labels_for``.
+"""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence

@@ -4,9 +4,9 @@ A *board* is named by a suite. It shows every run on that suite that has at leas
 episode and, on the paper's suite (``eegagentbench``), the 29 rows the paper published; a board
 whose suite comes from a synthetic release (the demo) is marked synthetic. Scores come from each
 run's ``RunSummary`` (the official scorer's summaries, which the runs side keeps up to date through
-``services.episodes_ended``). Nothing here writes: a summary that is missing or out of date (an
+``summaries.scoring.episodes_ended``). Nothing here writes: a summary that is missing or out of date (an
 episode ended since its last refresh, or a run stored before summaries were) is re-scored in memory
-and not saved (``services.current_summary``), so what is shown always matches the episodes. Every
+and not saved (``summaries.scoring.current_summary``), so what is shown always matches the episodes. Every
 function runs the same number of queries whatever the number of runs, episodes or steps, once the
 summaries are fresh.
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import json
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -33,7 +33,7 @@ from leaderboard.audit.reads import shortcut_audits
 from leaderboard.board.comparability import Comparability, comparability, run_settings
 from leaderboard.board.published import CITATION, PAPER_BOARD
 from leaderboard.models import PublishedResult, RunSummary, ShortcutAudit
-from leaderboard.summaries.scoring import current_summary, task_signatures
+from leaderboard.summaries.scoring import fresh_summaries
 from runs.agents import is_baseline
 from runs.cost import Pricing
 from runs.models import Run
@@ -379,22 +379,6 @@ class BoardData:
         return bool(self.published)
 
 
-def stored_summary(run: Run) -> RunSummary | None:
-    return getattr(run, "leaderboard_summary", None)
-
-
-def _fresh_summaries(runs: Sequence[Run]) -> list[tuple[Run, RunSummary]]:
-    """Runs with at least one completed episode, each with an up-to-date summary (unsaved when stale)."""
-    signatures = task_signatures(run_ids=[run.pk for run in runs])
-    fresh = []
-    for run in runs:
-        signature = signatures.get(run.pk, {})
-        if not any(task["completed"] for task in signature.values()):
-            continue
-        fresh.append((run, current_summary(run, stored=stored_summary(run), signatures=signature)))
-    return fresh
-
-
 def board_data(name: str, *, details: bool) -> BoardData:
     """Everything a board shows, in four queries; ``details`` adds the per-instance rows and tool use.
 
@@ -411,7 +395,9 @@ def board_data(name: str, *, details: bool) -> BoardData:
             queryset = queryset.filter(status__in=ENDED)
         if not details:
             queryset = queryset.defer("leaderboard_summary__items", "leaderboard_summary__tool_use")
-        runs = _fresh_summaries(list(queryset))
+        listed = list(queryset)
+        summaries = fresh_summaries(listed, answered_only=True)
+        runs = [(run, summaries[run.pk]) for run in listed if run.pk in summaries]
     return BoardData(name=name, suite=suite, runs=runs, published=published)
 
 

@@ -8,11 +8,11 @@ from django.shortcuts import render
 from django.views.decorators.http import require_safe
 
 from benchmark.models import Task
-from leaderboard.api.serializers import LeaderboardSerializer
 from leaderboard.board import downloads, ranking
 from leaderboard.board.charts import board_section
 from leaderboard.board.published import PAPER_BOARD
-from leaderboard.templatetags.leaderboard import metric_name
+from leaderboard.board.serializers import LeaderboardSerializer
+from leaderboard.formats import metric_name
 
 
 def _board_filters(request: HttpRequest) -> dict:
@@ -72,7 +72,7 @@ def index(request: HttpRequest) -> HttpResponse:
         sections.append(board_section(ranking.leaderboard(suite=listed.name, **filters)))
     families = sorted({family for section in sections for family in section["board"].families}, key=str.casefold)
     columns = _metric_columns()
-    return render(request, "leaderboard/index.html", {
+    return render(request, "leaderboard/board/index.html", {
         "nav": "leaderboard",
         "sections": sections,
         "run_boards": [section["board"].suite for section in sections if section["has_runs"]],

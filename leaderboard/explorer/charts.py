@@ -13,8 +13,8 @@ from collections.abc import Mapping, Sequence
 
 from benchmark.scoring.hypnogram import align, expand_rle
 from benchmark.scoring.seizure import parse_raw_events
-from leaderboard.analysis.charts import MUTED, axis, base_layout, color, empty_figure
 from leaderboard.explorer.signal import feature_title, plotted_features
+from leaderboard.figures import MUTED, axis, base_layout, color, empty_figure
 
 #: AASM stages from the top of a hypnogram down, as sleep is usually drawn.
 HYPNOGRAM_STAGES = ("W", "REM", "N1", "N2", "N3")

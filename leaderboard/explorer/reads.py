@@ -1,4 +1,4 @@
-"""The trajectory explorer's queries: an episode with what its pages show, the other episodes of its instance, a step that read the signal."""
+"""The trajectory explorer's queries: an episode, the other episodes of its instance, a step that read the signal."""
 from __future__ import annotations
 
 from django.db.models import Case, Value, When

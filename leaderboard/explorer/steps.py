@@ -1,6 +1,7 @@
-"""An episode's steps as the explorer and the play pages show them: the step list, a step's details and tables, its signal plot, the header's summary.
+"""An episode's steps as the explorer and the play pages show them.
 
-The play pages use these for a player's own episode; ``leaderboard.access`` decides who may see which step.
+The step list, a step's details and tables, its signal plot, and the header's summary. The play
+pages use these for a player's own episode; ``leaderboard.access`` decides who may see a step.
 """
 from __future__ import annotations
 
@@ -155,7 +156,7 @@ def step_details(request: HttpRequest, step: Step, *, signal_url: str) -> HttpRe
     ``signal_url``: where its signal plot is fetched, used when the step read the signal.
     """
     content = (step.result or {}).get("content") if step.kind == Step.Kind.TOOL_CALL else None
-    return render(request, "leaderboard/_step_details.html", {
+    return render(request, "leaderboard/explorer/_step_details.html", {
         "step": step,
         "full_text": step.kind != Step.Kind.TOOL_CALL and len(step.text) > INLINE_TEXT_CHARS,
         "content": content,

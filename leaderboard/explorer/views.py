@@ -21,9 +21,9 @@ from leaderboard.explorer.steps import (
     step_signal,
     steps_page,
 )
+from leaderboard.formats import score as score_text
 from leaderboard.outcomes import shown_outcome
 from leaderboard.summaries.scoring import item_score
-from leaderboard.templatetags.leaderboard import score as score_text
 from runs.models import Episode, Step
 
 
@@ -61,7 +61,7 @@ def episode(request: HttpRequest, pk: int) -> HttpResponse:
     episode = visible_episode(request, get_episode(pk))
     references = shows_references(request, episode.run.suite)
     page, steps = steps_page(episode, request.GET.get("page"), staff=is_staff(request))
-    return render(request, "leaderboard/episode.html", {
+    return render(request, "leaderboard/explorer/episode.html", {
         "summary": episode_summary(episode, references=references),
         "prompt": prompt_messages(episode) if page.number == 1 else None,
         "page": page,
@@ -119,7 +119,7 @@ def compare(request: HttpRequest) -> HttpResponse:
     error = _compare_error(given, ids)
     if error or not given["a"]:
         status = 400 if error else 200
-        return render(request, "leaderboard/compare.html", {"given": given, "error": error}, status=status)
+        return render(request, "leaderboard/explorer/compare.html", {"given": given, "error": error}, status=status)
     first = visible_episode(request, get_episode(ids["a"]))
     candidates = other_episodes(request, first, limit=100)
     if not ids["b"] and candidates:
@@ -128,7 +128,7 @@ def compare(request: HttpRequest) -> HttpResponse:
     if second is not None and second.instance_id != first.instance_id:
         error = (f"Episodes {first.pk} ({first.record_id}) and {second.pk} ({second.record_id}) are of different "
                  "instances: compare two episodes of one instance, e.g. two models on the same record.")
-        return render(request, "leaderboard/compare.html", {"given": given, "error": error}, status=400)
+        return render(request, "leaderboard/explorer/compare.html", {"given": given, "error": error}, status=400)
     if second is not None and second.pk != first.pk and second not in candidates:
         candidates.append(second)  # beyond the chooser's limit: listed all the same, as the one shown
     references = shows_references(request, first.run.suite)
@@ -139,7 +139,7 @@ def compare(request: HttpRequest) -> HttpResponse:
         page, steps = steps_page(chosen, 1, staff=is_staff(request))
         sides.append({"summary": episode_summary(chosen, references=references), "page": page, "steps": steps})
     first_choice, *choices = _episode_choices([first, *candidates], references=references)
-    return render(request, "leaderboard/compare.html", {
+    return render(request, "leaderboard/explorer/compare.html", {
         "given": given,
         "first": first,
         "first_label": first_choice["label"],

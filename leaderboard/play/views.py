@@ -48,7 +48,7 @@ def index(request: HttpRequest) -> HttpResponse:
     """Pick a suite and task to play; the player's unfinished episodes to go back to, and those they finished."""
     episodes = players.player_episodes(request.user).select_related("run__suite", "instance__task").order_by("-started_at")
     suites = list(Suite.objects.select_related("release").order_by("name"))
-    return render(request, "play/index.html", {
+    return render(request, "leaderboard/play/index.html", {
         "nav": "play",
         "suites": [{"suite": suite, "tasks": players.task_progress(request.user, suite)} for suite in suites],
         "unfinished": episodes.filter(status=Status.RUNNING),
@@ -86,7 +86,7 @@ def episode(request: HttpRequest, pk: int) -> HttpResponse:
     offer = environment.started_episode(episode)
     facts = players.record_facts(episode)
     task = episode.instance.task
-    return render(request, "play/episode.html", {
+    return render(request, "leaderboard/play/episode.html", {
         "nav": "play",
         "episode": episode,
         "task": task,
@@ -126,7 +126,7 @@ def _steps(episode: Episode) -> list[dict]:
 def steps(request: HttpRequest, pk: int) -> HttpResponse:
     """The step list of the player's episode, refreshed after each action."""
     episode = players.own_episode(request.user, pk)
-    return render(request, "leaderboard/_steps.html", {"steps": _steps(episode)})
+    return render(request, "leaderboard/explorer/_steps.html", {"steps": _steps(episode)})
 
 
 @require_safe

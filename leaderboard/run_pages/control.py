@@ -45,7 +45,7 @@ def new_run(request: HttpRequest) -> HttpResponse:
         else:
             messages.success(request, f"Run {run.pk} is queued: {run.episodes.count()} episodes.")
             return redirect("leaderboard:run", pk=run.pk)
-    return render(request, "leaderboard/new_run.html", {"form": form, "nav": "new_run"})
+    return render(request, "leaderboard/run_pages/new_run.html", {"form": form, "nav": "new_run"})
 
 
 @require_POST

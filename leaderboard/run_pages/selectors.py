@@ -1,4 +1,7 @@
-"""What the runs list and a run page read: runs with their episode counts, a run's progress, scores and epochs, its episodes filtered, and which buttons it offers."""
+"""What the runs list and a run page read.
+
+Runs with their episode counts, a run's progress, scores and epochs, and its episodes filtered.
+"""
 from __future__ import annotations
 
 from typing import Any
@@ -146,16 +149,6 @@ def filtered_episodes(request: HttpRequest, run: Run, form: EpisodeFilterForm):
 def has_scores(completeness: dict) -> bool:
     """Whether a task summary scores anything yet: an episode of the task has ended (answered or failed)."""
     return completeness["completed"] + completeness["noncompleted"] > 0
-
-
-def can_cancel(run: Run) -> bool:
-    """Whether staff may cancel the run (``run_cancel``): it has not ended."""
-    return run.status in (Status.PENDING, Status.RUNNING)
-
-
-def can_resume(run: Run) -> bool:
-    """Whether staff may resume the run (``run_resume``): one played here that failed, was cancelled or is stuck."""
-    return run.source == Run.Source.RUN and run.status in (Status.FAILED, Status.CANCELLED, Status.RUNNING)
 
 
 def run_scores(summary: RunSummary) -> dict:

@@ -22,8 +22,6 @@ from leaderboard.outcomes import shown_outcome
 from leaderboard.run_pages import selectors as run_reads
 from leaderboard.run_pages.forms import EpisodeFilterForm, RunFilterForm
 from leaderboard.run_pages.selectors import (
-    can_cancel,
-    can_resume,
     filtered_episodes,
     listed_score,
     run_epochs,
@@ -31,7 +29,7 @@ from leaderboard.run_pages.selectors import (
     run_scores,
     waiting_for_a_worker,
 )
-from leaderboard.summaries.scoring import current_summary, item_score, task_signatures
+from leaderboard.summaries.scoring import fresh_summaries, item_score
 from runs.agents import free_of_charge
 from runs.models import Episode, Run
 from runs.queue.workers import WORKER_COMMAND
@@ -71,7 +69,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     ]
     query = request.GET.copy()
     query.pop("page", None)
-    return render(request, "leaderboard/run.html", {
+    return render(request, "leaderboard/run_pages/run.html", {
         "run": run,
         "comparability": comparability(run),
         "called": how_called(run),
@@ -90,8 +88,8 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "rows": rows,
         "query": query.urlencode(),
         "references": references,
-        "can_cancel": can_cancel(run),
-        "can_resume": can_resume(run),
+        "can_cancel": run.can_cancel(),
+        "can_resume": run.can_resume(),
     })
 
 
@@ -111,25 +109,21 @@ def runs_list(request: HttpRequest) -> HttpResponse:
     # Scores as they stand, as on the leaderboard: a stored summary when it is up to date (the
     # runs side keeps it so), else re-scored in memory; none for a run with no ended episode.
     scored = [run for run in page.object_list if run.n_completed + run.n_failed and shows_run_scores(request, run)]
-    signatures = task_signatures(run_ids=[run.pk for run in scored])
-    summaries = {
-        run.pk: current_summary(run, stored=getattr(run, "leaderboard_summary", None), signatures=signatures[run.pk])
-        for run in scored
-    }
+    summaries = fresh_summaries(scored)
     rows = [
         {
             "run": run,
             "score": listed_score(summaries.get(run.pk)),
             "scores_held_back": not shows_run_scores(request, run),
             "ended": run.n_completed + run.n_failed + run.n_cancelled,
-            "can_cancel": can_cancel(run),
-            "can_resume": can_resume(run),
+            "can_cancel": run.can_cancel(),
+            "can_resume": run.can_resume(),
         }
         for run in page.object_list
     ]
     query = request.GET.copy()
     query.pop("page", None)
-    return render(request, "leaderboard/runs.html", {
+    return render(request, "leaderboard/run_pages/runs.html", {
         "nav": "runs",
         "form": form,
         "page": page,

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import OrderedDict, defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -352,6 +352,26 @@ def current_summary(
         while len(_rescored) > RESCORED_KEPT:
             _rescored.popitem(last=False)
     return summary
+
+
+def stored_summary(run: Run) -> RunSummary | None:
+    """The summary stored for ``run`` as its query loaded it (``select_related("leaderboard_summary")``), or None."""
+    return getattr(run, "leaderboard_summary", None)
+
+
+def fresh_summaries(runs: Sequence[Run], *, answered_only: bool = False) -> dict[int, RunSummary]:
+    """Each run's summary as its episodes stand, by run id, in one query for all of them (``current_summary``).
+
+    With ``answered_only``, a run none of whose episodes has completed is left out (a board shows none).
+    """
+    signatures = task_signatures(run_ids=[run.pk for run in runs])
+    fresh = {}
+    for run in runs:
+        signature = signatures.get(run.pk, {})
+        if answered_only and not any(task["completed"] for task in signature.values()):
+            continue
+        fresh[run.pk] = current_summary(run, stored=stored_summary(run), signatures=signature)
+    return fresh
 
 
 def _changed_tasks(

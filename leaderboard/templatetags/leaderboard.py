@@ -5,22 +5,11 @@ from decimal import Decimal
 from django import template
 
 from benchmark.scoring import TASK_IDS
+from leaderboard.formats import metric_name, score
 
 register = template.Library()
-
-METRIC_NAMES = {
-    "accuracy": "Acc.",
-    "macro_f1": "Macro-F1",
-    "event_f1": "Event-F1",
-    "dice_s": "Dice-S",
-    "cohen_kappa": "κ",
-    "sensitivity": "Sensitivity",
-    "precision": "Precision",
-    "fp_per_24h": "FP/24h",
-    "miss_rate": "Miss rate",
-    "over_alarm_rate": "Over-alarm rate",
-    "invalid_predictions": "Invalid answers",
-}
+register.filter("metric_name", metric_name)
+register.filter("score", score)
 
 
 @register.simple_tag
@@ -35,23 +24,6 @@ def public_episode_error(episode) -> str:
     from runs.redaction import public_episode_error as public
 
     return public(episode)
-
-
-@register.filter
-def metric_name(key: str) -> str:
-    """A metric's short display name (``macro_f1`` → ``Macro-F1``)."""
-    return METRIC_NAMES.get(key, str(key).replace("_", " "))
-
-
-@register.filter
-def score(value, places: int = 3) -> str:
-    """A score with ``places`` decimals; an en dash when there is none."""
-    if value is None or value == "":
-        return "–"
-    try:
-        return f"{float(value):.{int(places)}f}"
-    except (TypeError, ValueError):
-        return str(value)
 
 
 @register.filter

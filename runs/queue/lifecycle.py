@@ -26,7 +26,7 @@ from runs.signals import episodes_ended
 def cancel_run(*, run_id: int) -> Run:
     """Cancel a run: its pending (and stale) episodes at once, its running ones at their next turn."""
     run = Run.objects.select_for_update().get(pk=run_id)
-    if run.status in (Status.COMPLETED, Status.FAILED):
+    if not run.can_cancel():
         raise ValueError(f"Run {run_id} has already ended ({run.status}); there is nothing to cancel.")
     run.status = Status.CANCELLED
     run.save(update_fields=["status"])
@@ -60,6 +60,8 @@ def resume_run(*, run_id: int) -> Resumed:
     run = Run.objects.select_for_update().get(pk=run_id)
     if run.source != Run.Source.RUN:
         raise ValueError(f"Run {run_id} was {run.get_source_display()}; only runs played here can be resumed.")
+    if not run.can_resume():
+        raise ValueError(f"Run {run_id} is {run.status}; only a failed, cancelled or running run can be resumed.")
     stale = list(stale_episodes(run.episodes.all()).values_list("id", flat=True))
     retry = run.episodes.filter(Q(status__in=[Status.FAILED, Status.CANCELLED]) | Q(pk__in=stale))
     reset = 0

@@ -3,7 +3,7 @@
 Skipped when Debian's Chromium or its driver is missing (``apt-get install chromium chromium-driver``),
 except under ``CI=true``, where a skip fails the run (``tests/conftest.py``). With ``EEGAB_SCREENSHOTS=1`` the
 leaderboard and an episode page of the demo's data are saved to ``docs/screenshots/`` for the README
-(``tests/leaderboard/test_browser_charts.py``). Every test fails when a page it opened logged an error to
+(``tests/leaderboard/analysis/test_browser_charts.py``). Every test fails when a page it opened logged an error to
 the browser's console: a Content-Security-Policy violation, a script error, a resource that did not load.
 """
 import os

@@ -18,7 +18,7 @@ from tests.leaderboard.test_browser import (  # noqa: F401 (pytest fixtures, mar
     pytestmark,
     wait_for,
 )
-from tests.leaderboard.test_browser_charts import drawn
+from tests.leaderboard.analysis.test_browser_charts import drawn
 
 
 def visitor_pages(board) -> list[str]:

@@ -12,7 +12,7 @@ from tests.leaderboard.test_browser import (  # noqa: F401 (pytest fixtures, mar
     pytestmark,
     wait_for,
 )
-from tests.leaderboard.test_browser_charts import drawn
+from tests.leaderboard.analysis.test_browser_charts import drawn
 
 
 def plotly_fetches(browser) -> int:

@@ -23,6 +23,7 @@ LAYERS = {
     "": TOP,  # the package itself
     "stats": PURE,
     "figures": PURE,
+    "formats": PURE,
     "audit.features": PURE,
     "audit.rules": PURE,
     "models": DATA,
@@ -39,6 +40,7 @@ LAYERS = {
     "board.ranking": BOARD,
     "board.charts": BOARD,
     "board.downloads": BOARD,
+    "board.serializers": BOARD,
     "board.views": BOARD,
     "analysis": ANALYSIS,
     "analysis.selectors": ANALYSIS,

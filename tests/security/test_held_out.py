@@ -20,7 +20,7 @@ from runs.episode.engine import run_episode
 from runs.models import Episode, Status
 from runs.queue import lifecycle
 from runs.services import create_run, finish_run
-from tests.leaderboard.test_play import make_player, start
+from tests.leaderboard.play.test_play import make_player, start
 from tests.runs.demo_suite import import_demo
 from tests.served import gunicorn, served_database  # noqa: F401 (a fixture)
 

@@ -90,3 +90,21 @@ def test_a_provider_failure_is_an_unscored_infrastructure_failure_that_resume_re
     episode.refresh_from_db()
     assert (episode.status, episode.attempt, episode.scores["correct"]) == (Status.COMPLETED, 2, True)
     assert [step.kind for step in episode.steps.all()] == [Kind.PROMPT, Kind.AGENT_MESSAGE, Kind.FINAL_ANSWER]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("source", [Run.Source.RUN, Run.Source.IMPORTED])
+@pytest.mark.parametrize("status", Status.values)
+def test_cancel_and_resume_do_exactly_what_the_runs_buttons_offer(random_run, status, source):
+    """``Run.can_cancel`` and ``can_resume`` decide the buttons; the services refuse whatever they do not offer."""
+    Run.objects.filter(pk=random_run.pk).update(status=status, source=source)
+    run = Run.objects.get(pk=random_run.pk)
+    for allowed, act in [(run.can_cancel(), lifecycle.cancel_run), (run.can_resume(), lifecycle.resume_run)]:
+        if allowed:
+            act(run_id=run.pk)
+        else:
+            with pytest.raises(ValueError):
+                act(run_id=run.pk)
+        Run.objects.filter(pk=run.pk).update(status=status)
+    assert run.can_cancel() is (status in (Status.PENDING, Status.RUNNING))
+    assert run.can_resume() is (source == Run.Source.RUN and status in (Status.FAILED, Status.CANCELLED, Status.RUNNING))

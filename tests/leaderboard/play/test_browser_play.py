@@ -14,7 +14,7 @@ from selenium.webdriver.support.ui import Select, WebDriverWait
 from leaderboard.play.players import add_player
 from runs.models import Episode, Status
 from tests.leaderboard.test_browser import WAIT_SEC, browser, no_console_errors, pytestmark, wait_for  # noqa: F401 (fixture, marks)
-from tests.leaderboard.test_play import official_score
+from tests.leaderboard.play.test_play import official_score
 from tests.runs.demo_suite import import_demo
 
 PASSWORD = "a-players-password"

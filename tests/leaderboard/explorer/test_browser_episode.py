@@ -7,7 +7,7 @@ from django.urls import reverse
 from selenium.webdriver.common.by import By
 
 from tests.leaderboard.test_browser import browser, no_console_errors, pytestmark, wait_for  # noqa: F401 (fixture, marks)
-from tests.leaderboard.test_episode_pages import quiet_record, silent  # noqa: F401 (fixtures)
+from tests.leaderboard.explorer.test_episode_pages import quiet_record, silent  # noqa: F401 (fixtures)
 
 
 def test_seizure_free_outcome_chart_draws_two_lanes_with_text(browser, live_server, silent):  # noqa: F811

@@ -1,0 +1,31 @@
+"""How the site writes a metric's name and a score: one table and one format for pages, templates and charts."""
+from __future__ import annotations
+
+METRIC_NAMES = {
+    "accuracy": "Acc.",
+    "macro_f1": "Macro-F1",
+    "event_f1": "Event-F1",
+    "dice_s": "Dice-S",
+    "cohen_kappa": "κ",
+    "sensitivity": "Sensitivity",
+    "precision": "Precision",
+    "fp_per_24h": "FP/24h",
+    "miss_rate": "Miss rate",
+    "over_alarm_rate": "Over-alarm rate",
+    "invalid_predictions": "Invalid answers",
+}
+
+
+def metric_name(key: str) -> str:
+    """A metric's short display name (``macro_f1`` → ``Macro-F1``)."""
+    return METRIC_NAMES.get(key, str(key).replace("_", " "))
+
+
+def score(value, places: int = 3) -> str:
+    """A score with ``places`` decimals; an en dash when there is none."""
+    if value is None or value == "":
+        return "–"
+    try:
+        return f"{float(value):.{int(places)}f}"
+    except (TypeError, ValueError):
+        return str(value)
