@@ -14,6 +14,7 @@ import ast
 from pathlib import Path
 
 import leaderboard
+from tests.layers import circles
 
 PURE, DATA, AUDIT, BOARD, ANALYSIS, EXPLORER, RUN_PAGES, PLAY, API, TOP = range(10)
 LAYER_NAMES = ["pure code", "data", "audit", "board", "analysis", "explorer", "run pages", "play", "API", "top"]
@@ -217,33 +218,7 @@ def import_circles() -> list[list[str]]:
             target, _name = _module_of(imported, modules)
             if target is not None and target != module and target != "":
                 graph[module].add(target)
-    index, low, stack, on_stack, groups = {}, {}, [], set(), []
-
-    def visit(node):  # Tarjan's strongly connected components
-        index[node] = low[node] = len(index)
-        stack.append(node)
-        on_stack.add(node)
-        for other in graph[node]:
-            if other not in index:
-                visit(other)
-                low[node] = min(low[node], low[other])
-            elif other in on_stack:
-                low[node] = min(low[node], index[other])
-        if low[node] == index[node]:
-            group = []
-            while True:
-                member = stack.pop()
-                on_stack.discard(member)
-                group.append(member)
-                if member == node:
-                    break
-            if len(group) > 1:
-                groups.append(sorted(group))
-
-    for node in sorted(graph):
-        if node not in index:
-            visit(node)
-    return sorted(groups)
+    return circles(graph)
 
 
 def unplaced() -> tuple[list[str], list[str]]:
