@@ -128,11 +128,13 @@ class Run(Usage):
         return self.status in (Status.PENDING, Status.RUNNING)
 
     def can_resume(self) -> bool:
-        """Whether the run may be resumed: one played here that failed, was cancelled or still runs (perhaps stuck).
+        """Whether the run may be resumed: one played here that has not completed.
 
+        A failed or cancelled run plays its unfinished episodes again; a running one (perhaps stuck) its stale
+        ones; a pending one sends its episodes to the queue again, when their tasks were lost with a worker.
         The one rule of the resume button and ``runs.queue.lifecycle.resume_run``.
         """
-        return self.source == self.Source.RUN and self.status in (Status.FAILED, Status.CANCELLED, Status.RUNNING)
+        return self.source == self.Source.RUN and self.status != Status.COMPLETED
 
     def progress(self) -> dict[str, int]:
         """Return the number of this run's episodes in each status, every status present."""

@@ -61,7 +61,7 @@ def resume_run(*, run_id: int) -> Resumed:
     if run.source != Run.Source.RUN:
         raise ValueError(f"Run {run_id} was {run.get_source_display()}; only runs played here can be resumed.")
     if not run.can_resume():
-        raise ValueError(f"Run {run_id} is {run.status}; only a failed, cancelled or running run can be resumed.")
+        raise ValueError(f"Run {run_id} has completed; there is nothing to resume.")
     stale = list(stale_episodes(run.episodes.all()).values_list("id", flat=True))
     retry = run.episodes.filter(Q(status__in=[Status.FAILED, Status.CANCELLED]) | Q(pk__in=stale))
     reset = 0

@@ -107,4 +107,4 @@ def test_cancel_and_resume_do_exactly_what_the_runs_buttons_offer(random_run, st
                 act(run_id=run.pk)
         Run.objects.filter(pk=run.pk).update(status=status)
     assert run.can_cancel() is (status in (Status.PENDING, Status.RUNNING))
-    assert run.can_resume() is (source == Run.Source.RUN and status in (Status.FAILED, Status.CANCELLED, Status.RUNNING))
+    assert run.can_resume() is (source == Run.Source.RUN and status != Status.COMPLETED)
