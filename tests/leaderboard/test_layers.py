@@ -14,6 +14,7 @@ import ast
 from pathlib import Path
 
 import leaderboard
+from tests import layers
 from tests.layers import circles
 
 PURE, DATA, AUDIT, BOARD, ANALYSIS, EXPLORER, RUN_PAGES, PLAY, API, TOP = range(10)
@@ -91,25 +92,11 @@ LEADERBOARD_DIR = Path(leaderboard.__file__).resolve().parent
 
 def module_files() -> dict[str, Path]:
     """Every module of leaderboard/ but its migrations, by dotted name below ``leaderboard.`` ("" for the package)."""
-    found = {}
-    for path in sorted(LEADERBOARD_DIR.rglob("*.py")):
-        parts = path.relative_to(LEADERBOARD_DIR).with_suffix("").parts
-        if parts[0] == "migrations":
-            continue
-        if parts[-1] == "__init__":
-            parts = parts[:-1]
-        found[".".join(parts)] = path
-    return found
+    return layers.module_files(LEADERBOARD_DIR)
 
 
 def _absolute(module: str, node: ast.ImportFrom, is_package: bool) -> str:
-    """The absolute name a ``from`` import reads from (relative ones resolved against ``module``)."""
-    if not node.level:
-        return node.module or ""
-    package = ["leaderboard", *module.split(".")] if module else ["leaderboard"]
-    base = package if is_package else package[:-1]
-    base = base[: len(base) - (node.level - 1)]
-    return ".".join([*base, *([node.module] if node.module else [])])
+    return layers.absolute("leaderboard", module, node, is_package)
 
 
 def _is_private(name: str) -> bool:

@@ -13,6 +13,7 @@ import ast
 from pathlib import Path
 
 import runs
+from tests import layers
 from tests.layers import circles
 
 PURE, DATA, ENGINE, QUEUE, INTERFACES = range(5)
@@ -94,25 +95,11 @@ RUNS_DIR = Path(runs.__file__).resolve().parent
 
 def module_files() -> dict[str, Path]:
     """Every module of runs/ but its migrations, by dotted name below ``runs.`` ("" for the package)."""
-    found = {}
-    for path in sorted(RUNS_DIR.rglob("*.py")):
-        parts = path.relative_to(RUNS_DIR).with_suffix("").parts
-        if parts[0] == "migrations":
-            continue
-        if parts[-1] == "__init__":
-            parts = parts[:-1]
-        found[".".join(parts)] = path
-    return found
+    return layers.module_files(RUNS_DIR)
 
 
 def _absolute(module: str, node: ast.ImportFrom, is_package: bool) -> str:
-    """The absolute name a ``from`` import reads from (relative ones resolved against ``module``)."""
-    if not node.level:
-        return node.module or ""
-    package = ["runs", *module.split(".")] if module else ["runs"]
-    base = package if is_package else package[:-1]
-    base = base[: len(base) - (node.level - 1)]
-    return ".".join([*base, *([node.module] if node.module else [])])
+    return layers.absolute("runs", module, node, is_package)
 
 
 def imports_of(module: str, path: Path, modules: dict[str, Path]) -> list[str]:
