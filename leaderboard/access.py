@@ -4,7 +4,7 @@ An agent may look at this site (a model with web access, or an agent on the envi
 nothing of an episode that has not ended reaches a visitor who is not staff: no page, step, signal,
 search hit, comparison or API detail of it. Once it has ended (completed, failed or cancelled) its
 trajectory is public like any other, on a suite whose references are public; its reference and
-score are shown as ``EEGAB_PUBLIC_REFERENCES`` says. A failed episode that is run again starts
+score are shown as ``EEGAB_PUBLIC_REFERENCES`` says; a suite's whole answer key, to staff only. A failed episode that is run again starts
 afresh: the retry deletes the attempt that was visible.
 
 A suite whose references are held out (``Suite.references``) shows anyone but staff its runs'
@@ -46,6 +46,14 @@ def shows_references(request: HttpRequest, suite: Suite | None = None) -> bool:
     """Whether this visitor may see references and per-episode scores: staff always, others on public suites
     as ``EEGAB_PUBLIC_REFERENCES`` says."""
     return is_staff(request) or (shows_items(request, suite) and settings.EEGAB_PUBLIC_REFERENCES)
+
+
+def shows_answer_key(request: HttpRequest) -> bool:
+    """Whether this visitor may read a suite's answer key (every instance's reference, in the release's
+    order): staff only, whatever ``EEGAB_PUBLIC_REFERENCES`` says. Public references are shown one
+    ended episode at a time; the whole key would hand an agent the reference of the instance it is
+    playing now."""
+    return is_staff(request)
 
 
 def shows_run_scores(request: HttpRequest, run) -> bool:

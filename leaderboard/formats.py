@@ -1,4 +1,5 @@
-"""How the site writes a metric's name and a score: one table and one format for pages, templates and charts."""
+"""How the site writes a metric's name, a score and a seizure record's counts: one table and one format for pages,
+templates and charts."""
 from __future__ import annotations
 
 METRIC_NAMES = {
@@ -29,3 +30,16 @@ def score(value, places: int = 3) -> str:
         return f"{float(value):.{int(places)}f}"
     except (TypeError, ValueError):
         return str(value)
+
+
+def seizure_counts_text(scores: dict) -> str:
+    """A T5 record's per-item result in words: the seizures found and the false alarms.
+
+    It is what the scorer gives for a seizure-free record answered with silence, whose Event-F1
+    is undefined: "no events, no false alarms".
+    """
+    tp, fp, fn = (int(scores.get(key) or 0) for key in ("tp", "fp", "fn"))
+    alarms = f"{fp} false alarm{'s' if fp != 1 else ''}"
+    if tp + fn == 0:
+        return "no events, no false alarms" if fp == 0 else f"no seizure, {alarms}"
+    return f"{tp} of {tp + fn} seizure{'s' if tp + fn != 1 else ''} found, {alarms}"

@@ -4,6 +4,7 @@ A step record is append-only: steps are added through ``runs.services.append_ste
 contiguous indexes and never changed afterwards, so a replay shows exactly what happened.
 """
 import hashlib
+from collections.abc import Mapping
 
 from django.conf import settings as django_settings
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
@@ -26,6 +27,11 @@ class Status(models.TextChoices):
 
 #: The statuses a run or an episode ends in.
 FINISHED = (Status.COMPLETED, Status.FAILED, Status.CANCELLED)
+
+
+def status_counts(counts: Mapping[str, int]) -> dict[str, int]:
+    """A run's progress: the number of episodes in each status, every status present (0 where none)."""
+    return {status: counts.get(status, 0) for status in Status.values}
 
 
 TOKEN_FIELDS = (
@@ -138,8 +144,7 @@ class Run(Usage):
 
     def progress(self) -> dict[str, int]:
         """Return the number of this run's episodes in each status, every status present."""
-        counts = dict(self.episodes.values_list("status").annotate(n=Count("id")).order_by())
-        return {status: counts.get(status, 0) for status in Status.values}
+        return status_counts(dict(self.episodes.values_list("status").annotate(n=Count("id")).order_by()))
 
 
 class Episode(Usage):

@@ -17,13 +17,13 @@ from benchmark.prompts import OFFICIAL_TOOLS
 from benchmark.scoring import PRIMARY_METRIC, TASK_IDS
 from benchmark.scoring.classification import INVALID, REFERENCE_CLASSES
 from leaderboard import stats
+from leaderboard.board.ordering import rank_rows
 from leaderboard.board.published import PAPER_BOARD, parse_parameters
 from leaderboard.board.ranking import (
     TASK_NAMES,
     LeaderboardRow,
     board_data,
     default_marks,
-    rank_rows,
     show_default_rows,
 )
 from leaderboard.models import RunSummary

@@ -14,7 +14,7 @@ from leaderboard.access import (
 from leaderboard.analysis import charts, task_charts
 from leaderboard.analysis import selectors as analysis_reads
 from leaderboard.audit import reads as audit_reads
-from leaderboard.board import ranking
+from leaderboard.board import ordering, ranking
 from leaderboard.board.charts import chart_points, labels_for, row_point
 from leaderboard.formats import metric_name
 
@@ -80,16 +80,13 @@ def _task_figures(
 
 
 def _by_task_score(analysis: analysis_reads.TaskAnalysis) -> list[dict]:
-    """A task's rows best first by the task's primary metric, each with its ``task_rank``.
-
-    Only the rows shown by default are ranked (one per model and settings), and beside the paper's
-    rows only they and the comparable runs; the others keep their place.
-    """
+    """A task's rows best first by the task's primary metric, numbered by the board's rule (``ordering.is_ranked``)."""
     primary = PRIMARY_METRIC[analysis.task]
-    rows = sorted(analysis.rows, key=lambda row: (row["metrics"][primary] is None, -(row["metrics"][primary] or 0)))
+    rows = sorted(analysis.rows, key=lambda row: ordering.best_first(row["metrics"][primary]))
     ranked, position = [], 0
     for row in rows:
-        counted = row["shown_by_default"] and (row["comparable"] or not analysis.among_paper_rows)
+        counted = ordering.is_ranked(row["metrics"][primary], shown_by_default=row["shown_by_default"],
+                                    comparable=row["comparable"], among_paper_rows=analysis.among_paper_rows)
         position += counted
         ranked.append({**row, "task_rank": position if counted else None})
     return ranked

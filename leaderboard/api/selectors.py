@@ -1,6 +1,7 @@
 """The REST API's detail reads: a run with its episodes, an episode with its steps, tasks, instances."""
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -11,7 +12,7 @@ from benchmark.models import Instance, Release, Task
 from leaderboard.board.ranking import LeaderboardRow, run_row
 from leaderboard.run_pages.selectors import episode_order, task_rows
 from leaderboard.summaries.scoring import current_summary, item_score, stored_summary
-from runs.models import Episode, Run, Status, Step
+from runs.models import Episode, Run, Step, status_counts
 
 
 @dataclass(frozen=True)
@@ -75,14 +76,11 @@ def run_detail(*, run_id: int, staff: bool = False) -> RunDetail:
             "n_tool_calls", "prompt_tokens", "completion_tokens", "cost_usd", "wall_time_sec", "scores", "epoch",
         )
     ]
-    progress = dict.fromkeys(Status.values, 0)
-    for episode in episodes:
-        progress[episode.status] += 1
     return RunDetail(
         run=run,
         row=run_row(run, summary, suite=run.suite),
         tasks=task_rows(summary),
-        progress=progress,
+        progress=status_counts(Counter(episode.status for episode in episodes)),
         episodes=episodes,
     )
 

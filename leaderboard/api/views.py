@@ -17,7 +17,14 @@ from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
 from benchmark.models import Suite
-from leaderboard.access import is_staff, shows_items, shows_references, shows_run_scores, visible_episode
+from leaderboard.access import (
+    is_staff,
+    shows_answer_key,
+    shows_items,
+    shows_references,
+    shows_run_scores,
+    visible_episode,
+)
 from leaderboard.api import selectors as api_reads
 from leaderboard.api import serializers
 from leaderboard.api.base import Endpoint, view_description
@@ -163,9 +170,9 @@ class InstanceListView(Endpoint):
 
     def get(self, request):
         query = _query(serializers.InstanceQuerySerializer, request)
-        staff = is_staff(request)
+        key = shows_answer_key(request)
         suite = Suite.objects.filter(name=query["suite"]).first()
         if suite is None or not shows_items(request, suite):
             raise NotFound(f"no suite {query['suite']}")
-        instances = api_reads.instance_list(**query, release_order=staff)
-        return _paginated(self, instances, serializers.InstanceSerializer, include_hidden=staff)
+        instances = api_reads.instance_list(**query, release_order=key)
+        return _paginated(self, instances, serializers.InstanceSerializer, include_hidden=key)

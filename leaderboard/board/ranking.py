@@ -27,10 +27,10 @@ from django.db.models import Count
 from benchmark.models import OFFICIAL_TASKS, ModelSpec, Suite
 from benchmark.scoring import PRIMARY_METRIC, SECONDARY_METRICS, TASK_IDS
 from benchmark.scoring.epochs import overall_over_epochs
-from leaderboard import stats
 from leaderboard.access import ENDED
 from leaderboard.audit.reads import shortcut_audits
 from leaderboard.board.comparability import Comparability, comparability, run_settings
+from leaderboard.board.ordering import rank_rows
 from leaderboard.board.published import CITATION, PAPER_BOARD
 from leaderboard.models import PublishedResult, RunSummary, ShortcutAudit
 from leaderboard.summaries.scoring import fresh_summaries
@@ -331,30 +331,6 @@ def show_default_rows(rows: list[LeaderboardRow]) -> None:
         row.shown_by_default, row.default_run_id, row.n_other_runs = (
             mark.shown_by_default, mark.default_run_id, mark.n_other_runs
         )
-
-
-def rank_rows(rows: list[LeaderboardRow], *, among_paper_rows: bool = False) -> list[LeaderboardRow]:
-    """Order rows best first, number them, group overlapping intervals and mark the frontier.
-
-    Only the rows shown by default (``shown_by_default``) are ranked and on the frontier, and on a
-    board with the paper's rows (``among_paper_rows``) only the paper's rows and the comparable runs
-    among them; every other row keeps its place by Overall, without a number.
-    """
-    rows = sorted(rows, key=lambda row: (row.overall is None, -(row.overall or 0.0), row.model, row.key))
-    shown = [row for row in rows if row.shown_by_default]
-    ranked = [row for row in shown if row.overall is not None and (row.comparable or not among_paper_rows)]
-    groups = stats.tie_groups([row.overall_ci for row in ranked])
-    spans: dict[int, list[int]] = defaultdict(list)
-    for position, (row, group) in enumerate(zip(ranked, groups), start=1):
-        row.rank, row.tie_group = position, group
-        spans[group].append(position)
-    for row in ranked:
-        positions = spans[row.tie_group]
-        row.tie_range = (positions[0], positions[-1])
-    frontier = stats.pareto_frontier([row.cost_paper_usd for row in shown], [row.overall for row in shown])
-    for row, on_frontier in zip(shown, frontier):
-        row.on_pareto_frontier = on_frontier
-    return rows
 
 
 @dataclass

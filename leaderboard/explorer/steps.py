@@ -5,7 +5,6 @@ pages use these for a player's own episode; ``leaderboard.access`` decides who m
 """
 from __future__ import annotations
 
-from pathlib import Path
 
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
@@ -14,14 +13,15 @@ from django.urls import reverse
 
 from leaderboard.access import is_staff
 from leaderboard.explorer import charts as episode_charts
-from leaderboard.explorer.signal import MAX_POINTS, SIGNAL_TOOLS, read_signal, signal_window, visitor_points
+from leaderboard.explorer.signal import SIGNAL_TOOLS
+from leaderboard.explorer.windows import step_window
+from leaderboard.formats import seizure_counts_text
 from leaderboard.outcomes import shown_outcome
 from leaderboard.summaries.scoring import item_score
 from runs.agents import free_of_charge
 from runs.models import Episode, Status, Step
 from runs.redaction import public_error
 from tools_app.budget import with_true_lengths
-from tools_app.recording import RecordingError, open_recording
 
 STEPS_PER_PAGE = 50
 INLINE_TEXT_CHARS = 4000
@@ -106,19 +106,6 @@ def outcome_figure(episode: Episode, *, references: bool) -> dict | None:
     if episode.status != Status.COMPLETED:
         return None
     return episode_charts.prediction_figure(episode.instance, episode.prediction, references=references)
-
-
-def seizure_counts_text(scores: dict) -> str:
-    """A T5 record's per-item result in words: the seizures found and the false alarms.
-
-    It is what the scorer gives for a seizure-free record answered with silence, whose Event-F1
-    is undefined: "no events, no false alarms".
-    """
-    tp, fp, fn = (int(scores.get(key) or 0) for key in ("tp", "fp", "fn"))
-    alarms = f"{fp} false alarm{'s' if fp != 1 else ''}"
-    if tp + fn == 0:
-        return "no events, no false alarms" if fp == 0 else f"no seizure, {alarms}"
-    return f"{tp} of {tp + fn} seizure{'s' if tp + fn != 1 else ''} found, {alarms}"
 
 
 def episode_summary(episode: Episode, *, references: bool) -> dict:
@@ -206,42 +193,10 @@ def step_signal(request: HttpRequest, step: Step) -> JsonResponse:
     """A step's signal window as ``episode_signal`` gives it, for a visitor the caller has let see the step."""
     if not is_signal_step(step):
         raise Http404("This step is not a tool call that read the signal.")
-    content = (step.result or {}).get("content")
-    features = (
-        episode_charts.windowed_features_figure(content)
-        if step.tool_name == "compute_windowed_features" and isinstance(content, dict)
-        else None
-    )
-    instance = step.episode.instance
-    try:
-        recording = open_recording(
-            Path(instance.suite.release.source) / instance.recording_path, metadata=instance.metadata
-        )
-    except RecordingError as exc:
-        return JsonResponse({"figure": None, "features_figure": features, "notes": [f"{exc} The signal cannot be shown."]})
-    eeg = [recording.ch_names[pick] for pick in recording.eeg_picks]
-    window = signal_window(
-        step.tool_name, step.arguments, ch_names=recording.ch_names, eeg_channels=eeg,
-        sfreq=recording.sfreq, n_times=recording.n_times,
-    )
-    # Staff see up to MAX_POINTS points; anyone else never the samples themselves, only a min/max
-    # decimation (half the samples or fewer), whatever the window.
-    n_samples = window.stop - window.start
-    traces = read_signal(recording, window, max_points=MAX_POINTS if is_staff(request) else visitor_points(n_samples))
-    start_sec, stop_sec = window.start / recording.sfreq, window.stop / recording.sfreq
-    notes = []
-    if window.n_requested > len(window.channels):
-        notes.append(f"Showing the first {len(window.channels)} of the {window.n_requested} channels the call covered.")
-    if window.missing:
-        notes.append(f"Not in the recording: {', '.join(window.missing)}.")
-    title = f"{step.tool_name} · {start_sec:.1f}–{stop_sec:.1f} s"
-    response = JsonResponse({
-        "figure": episode_charts.signal_figure(traces, title=title),
-        "features_figure": features,
-        "channels": list(window.channels),
-        "time_range": [start_sec, stop_sec],
-        "notes": notes,
-    })
-    # A shared cache may keep a visitor's window (decimated, of an ended episode), never staff's.
-    response["Cache-Control"] = "private, max-age=3600" if is_staff(request) else "public, max-age=3600"
+    staff = is_staff(request)
+    window = step_window(step, staff=staff)
+    response = JsonResponse(window)
+    if window["figure"] is not None:  # a recording that could not be opened may be back on the next visit
+        # A shared cache may keep a visitor's window (decimated, of an ended episode), never staff's.
+        response["Cache-Control"] = "private, max-age=3600" if staff else "public, max-age=3600"
     return response

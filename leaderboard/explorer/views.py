@@ -16,12 +16,12 @@ from leaderboard.explorer.reads import get_episode, other_episodes, signal_step
 from leaderboard.explorer.steps import (
     episode_summary,
     prompt_messages,
-    seizure_counts_text,
     step_details,
     step_signal,
     steps_page,
 )
 from leaderboard.formats import score as score_text
+from leaderboard.formats import seizure_counts_text
 from leaderboard.outcomes import shown_outcome
 from leaderboard.summaries.scoring import item_score
 from runs.models import Episode, Step

@@ -12,8 +12,7 @@ from leaderboard.access import staff_required
 from leaderboard.run_pages.forms import NewRunForm
 from runs import specs
 from runs.models import Run
-from runs.queue import dispatch, lifecycle
-from runs.services import create_run
+from runs.queue import lifecycle
 
 
 @staff_required
@@ -24,10 +23,9 @@ def new_run(request: HttpRequest) -> HttpResponse:
         data = form.cleaned_data
         try:
             with transaction.atomic():
-                model = specs.spec_to_run(data["model"], data["provider_model"])
-                run = create_run(
+                run = lifecycle.start_run(
                     suite=data["suite"],
-                    model=model,
+                    model=specs.spec_to_run(data["model"], data["provider_model"]),
                     tasks=data["tasks"],
                     name=data["name"],
                     limit=data["limit"],
@@ -39,7 +37,6 @@ def new_run(request: HttpRequest) -> HttpResponse:
                     limits=form.limits(),
                     created_by=request.user,
                 )
-                dispatch.queue_run(run_id=run.pk)
         except (ValueError, ValidationError) as exc:
             form.add_error(None, exc.messages if isinstance(exc, ValidationError) else str(exc))
         else:
@@ -68,9 +65,7 @@ def run_resume(request: HttpRequest, pk: int) -> HttpResponse:
     """Resume a run: failed, cancelled and stale episodes become pending again and are queued."""
     run = get_object_or_404(Run, pk=pk)
     try:
-        with transaction.atomic():
-            resumed = lifecycle.resume_run(run_id=run.pk)
-            dispatch.queue_run(run_id=run.pk)
+        resumed = lifecycle.resume_and_queue(run_id=run.pk)
     except ValueError as exc:
         messages.error(request, str(exc))
     else:

@@ -12,14 +12,15 @@ from django.http import HttpRequest
 from benchmark.models import Release
 from benchmark.scoring import PRIMARY_METRIC, SECONDARY_METRICS, TASK_IDS
 from benchmark.scoring.epochs import overall_over_epochs
-from leaderboard.access import is_staff, visible_episodes
+from leaderboard.access import has_ended, is_staff, visible_episodes
 from leaderboard.board import ranking
 from leaderboard.board.ranking import TASK_NAMES
+from leaderboard.formats import seizure_counts_text
 from leaderboard.models import RunSummary
-from leaderboard.outcomes import with_outcome
+from leaderboard.outcomes import shown_outcome, with_outcome
 from leaderboard.run_pages.forms import EpisodeFilterForm
-from leaderboard.summaries.scoring import current_summary
-from runs.models import TOKEN_FIELDS, Episode, Run, Status, Step
+from leaderboard.summaries.scoring import current_summary, item_score
+from runs.models import FINISHED, TOKEN_FIELDS, Episode, Run, Status, Step
 from runs.queue.dispatch import workers_alive
 
 
@@ -108,7 +109,7 @@ def run_progress_data(run: Run) -> dict:
     return {
         "id": run.pk,
         "status": run.status,
-        "finished": run.status in (Status.COMPLETED, Status.FAILED, Status.CANCELLED),
+        "finished": run.status in FINISHED,
         "episodes": counts,
         "total": total,
         "done": counts[Status.COMPLETED],
@@ -117,6 +118,23 @@ def run_progress_data(run: Run) -> dict:
         "cost_usd": cost,
         "paper_cost_usd": None if paper_cost is None else float(paper_cost),
     }
+
+
+def episode_rows(episodes, *, references: bool, staff: bool) -> list[dict]:
+    """A page of a run's episodes as its table shows them: outcome, and score only with ``references``."""
+    return [
+        {
+            "episode": episode,
+            "outcome": shown_outcome(episode.outcome, references=references),
+            "score": item_score(episode.instance.task.code, episode.scores) if references and episode.scores else None,
+            "score_note": (
+                seizure_counts_text(episode.scores)
+                if references and episode.scores and episode.instance.task.code == "T5" else ""
+            ),  # fmt: skip
+            "visible": staff or has_ended(episode),  # a visitor follows no link into a running episode
+        }
+        for episode in episodes
+    ]
 
 
 def filtered_episodes(request: HttpRequest, run: Run, form: EpisodeFilterForm):

@@ -10,18 +10,16 @@ from benchmark.models import Release
 from benchmark.scoring.epochs import T6_CORRECT_MACRO_F1
 from leaderboard.access import (
     HELD_OUT_NOTE,
-    has_ended,
     is_staff,
     shows_items,
     shows_references,
     shows_run_scores,
 )
 from leaderboard.board.comparability import comparability, how_called
-from leaderboard.explorer.steps import seizure_counts_text
-from leaderboard.outcomes import shown_outcome
 from leaderboard.run_pages import selectors as run_reads
 from leaderboard.run_pages.forms import EpisodeFilterForm, RunFilterForm
 from leaderboard.run_pages.selectors import (
+    episode_rows,
     filtered_episodes,
     listed_score,
     run_epochs,
@@ -29,7 +27,7 @@ from leaderboard.run_pages.selectors import (
     run_scores,
     waiting_for_a_worker,
 )
-from leaderboard.summaries.scoring import fresh_summaries, item_score
+from leaderboard.summaries.scoring import fresh_summaries
 from runs.agents import free_of_charge
 from runs.models import Episode, Run
 from runs.queue.workers import WORKER_COMMAND
@@ -53,20 +51,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     page = Paginator(episodes, EPISODES_PER_PAGE).get_page(request.GET.get("page"))
     scores_shown = shows_run_scores(request, run)
     summary = run_reads.run_summary(run) if scores_shown else None
-    staff = is_staff(request)
-    rows = [
-        {
-            "episode": episode,
-            "outcome": shown_outcome(episode.outcome, references=references),
-            "score": item_score(episode.instance.task.code, episode.scores) if references and episode.scores else None,
-            "score_note": (
-                seizure_counts_text(episode.scores)
-                if references and episode.scores and episode.instance.task.code == "T5" else ""
-            ),  # fmt: skip
-            "visible": staff or has_ended(episode),  # a visitor follows no link into a running episode
-        }
-        for episode in page.object_list
-    ]
+    rows = episode_rows(page.object_list, references=references, staff=is_staff(request))
     query = request.GET.copy()
     query.pop("page", None)
     return render(request, "leaderboard/run_pages/run.html", {

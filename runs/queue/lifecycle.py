@@ -17,8 +17,9 @@ from django.utils import timezone
 from runs import db
 from runs.episode.scoring import score_prediction
 from runs.models import FINISHED, Episode, Run, Status
+from runs.queue import dispatch
 from runs.queue.leases import lost_runs, stale_episodes
-from runs.services import finish_run, reset_episode_for_retry
+from runs.services import create_run, finish_run, reset_episode_for_retry
 from runs.signals import episodes_ended
 
 
@@ -46,6 +47,22 @@ class Resumed:
     reset: int
     pending: int
     running: int
+
+
+def start_run(**create) -> Run:
+    """Create a run (``runs.services.create_run``'s arguments) and queue its episodes, in one transaction."""
+    with transaction.atomic():
+        run = create_run(**create)
+        dispatch.queue_run(run_id=run.pk)
+    return run
+
+
+def resume_and_queue(*, run_id: int) -> Resumed:
+    """Resume a run (``resume_run``) and queue the episodes it made playable, in one transaction."""
+    with transaction.atomic():
+        resumed = resume_run(run_id=run_id)
+        dispatch.queue_run(run_id=run_id)
+    return resumed
 
 
 @transaction.atomic

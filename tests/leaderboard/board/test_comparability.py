@@ -3,7 +3,9 @@ import pytest
 from django.urls import reverse
 
 from benchmark.models import ModelSpec
-from leaderboard.board import ranking
+from leaderboard.analysis.selectors import TaskAnalysis
+from leaderboard.analysis.views import _by_task_score
+from leaderboard.board import ordering, ranking
 from leaderboard.board.comparability import comparability
 from leaderboard.board.published import import_published
 from runs.models import Run
@@ -113,3 +115,17 @@ def test_a_comparable_run_says_so_on_its_page(client, paper_board):
     run = add_run(suite=paper_board, model=model_spec("Good"), skill=0.5, seed=4)
     page = client.get(reverse("leaderboard:run", args=[run.pk])).content.decode()
     assert '<span class="badge comparable">comparable with the paper</span>' in page
+
+
+def test_the_task_page_and_the_board_number_rows_by_one_rule():
+    def row(name, score, *, shown=True, comparable=True):
+        return {"name": name, "metrics": {"macro_f1": score}, "shown_by_default": shown, "comparable": comparable}
+
+    rows = [row("none", None), row("low", 0.2), row("hidden", 0.9, shown=False), row("odd", 0.8, comparable=False),
+            row("high", 0.7)]
+    numbered = _by_task_score(TaskAnalysis(suite="s", task="T3", name="s", is_synthetic=False, rows=rows,
+                                           among_paper_rows=True))
+    # a row without a score on the task is listed last without a number, as the board leaves it
+    assert [(entry["name"], entry["task_rank"]) for entry in numbered] == [
+        ("hidden", None), ("odd", None), ("high", 1), ("low", 2), ("none", None)]
+    assert not ordering.is_ranked(None, shown_by_default=True, comparable=True, among_paper_rows=False)
