@@ -4,6 +4,7 @@ from django.urls import path, re_path
 from leaderboard.analysis import views as analysis
 from leaderboard.board import views as board
 from leaderboard.explorer import views as explorer
+from leaderboard.items import views as items
 from leaderboard.run_pages import control
 from leaderboard.run_pages import views as run_pages
 
@@ -13,6 +14,8 @@ urlpatterns = [
     path("", board.index, name="index"),
     re_path(r"^leaderboard\.(?P<fmt>csv|json)$", board.download, name="download"),
     path("tasks/<str:code>/", analysis.task, name="task"),
+    path("tasks/<str:code>/items/", items.task_items, name="task_items"),
+    path("tasks/<str:code>/items/<int:pk>/", items.task_item, name="task_item"),
     path("analysis/", analysis.analysis, name="analysis"),
     path("runs/", run_pages.runs_list, name="runs"),
     path("runs/new/", control.new_run, name="new_run"),

@@ -10,6 +10,7 @@ from leaderboard.board.comparability import comparability
 from leaderboard.board.published import PAPER_BOARD
 from leaderboard.board.ranking import SOURCES, WEIGHTS
 from leaderboard.board.serializers import CostField, MetricsField
+from leaderboard.items.selectors import FLAG_FILTERS, RUN_CHOICES, SORTS
 from runs.models import TOKEN_FIELDS, Status
 from runs.redaction import public_episode_error, public_error
 
@@ -32,6 +33,14 @@ class RunQuerySerializer(serializers.Serializer):
 class InstanceQuerySerializer(serializers.Serializer):
     suite = serializers.SlugField(max_length=100)
     task = serializers.ChoiceField(choices=TASK_IDS, required=False)
+
+
+class ItemQuerySerializer(serializers.Serializer):
+    suite = serializers.SlugField(max_length=100)
+    task = serializers.ChoiceField(choices=TASK_IDS)
+    runs = serializers.ChoiceField(choices=RUN_CHOICES, required=False)
+    sort = serializers.ChoiceField(choices=SORTS, default="discrimination")
+    flag = serializers.ChoiceField(choices=FLAG_FILTERS, required=False)
 
 
 # ── output ──────────────────────────────────────────────────────────────────────────────────
@@ -227,3 +236,10 @@ class InstanceSerializer(serializers.BaseSerializer):
 
     def to_representation(self, instance):
         return {"id": instance.pk, **instance.to_dict(include_hidden=bool(self.context.get("include_hidden")))}
+
+
+class ItemSerializer(serializers.BaseSerializer):
+    """An instance's row of the item analysis, as ``items.selectors.item_rows`` gives it (JSON-ready)."""
+
+    def to_representation(self, row):
+        return dict(row)

@@ -12,6 +12,7 @@ endpoints = [
     path("episodes/<int:episode_id>/", views.EpisodeDetailView.as_view(), name="episode"),
     path("tasks/", views.TaskListView.as_view(), name="tasks"),
     path("instances/", views.InstanceListView.as_view(), name="instances"),
+    path("items/", views.ItemListView.as_view(), name="items"),
 ]
 
 urlpatterns = [path("", views.ApiRootView.as_view(patterns=endpoints), name="root"), *endpoints]

@@ -31,6 +31,7 @@ from leaderboard.api.base import Endpoint, view_description
 from leaderboard.audit import reads as audit_reads
 from leaderboard.board import ranking
 from leaderboard.board.serializers import LeaderboardSerializer
+from leaderboard.items import selectors as item_reads
 from leaderboard.run_pages import selectors as run_reads
 from runs.models import Episode, Run
 
@@ -50,10 +51,14 @@ def _query(serializer_class, request) -> dict:
     return query.validated_data
 
 
-def _paginated(view: APIView, queryset, serializer_class, **context) -> Response:
+def _paginated(view: APIView, queryset, serializer_class, *, head: dict | None = None, **context) -> Response:
+    """A page of ``queryset`` (a list will do) as ``{**head, "count", "next", "previous", "results"}``."""
     paginator = api_settings.DEFAULT_PAGINATION_CLASS()
     page = paginator.paginate_queryset(queryset, view.request, view=view)
-    return paginator.get_paginated_response(serializer_class(page, many=True, context=context).data)
+    response = paginator.get_paginated_response(serializer_class(page, many=True, context=context).data)
+    if head:
+        response.data = {**head, **response.data}
+    return response
 
 
 #: What a run's detail gives in place of its scores while they are held back (a held-out suite's running run).
@@ -176,3 +181,53 @@ class InstanceListView(Endpoint):
             raise NotFound(f"no suite {query['suite']}")
         instances = api_reads.instance_list(**query, release_order=key)
         return _paginated(self, instances, serializers.InstanceSerializer, include_hidden=key)
+
+
+class ItemListView(Endpoint):
+    """``GET /api/items/?suite=S&task=Tn[&runs=comparable|all][&sort=…][&flag=…]``: a task's item analysis, paginated.
+
+    Per instance of the task on the suite, over the runs that played it: ``instance`` (its id on
+    this site), ``record_id``, ``n_runs``; ``solve_rate`` (T1–T4: the share of runs correct on it, a
+    run of several epochs counting its mean correctness over epochs) or ``mean_score`` (T5: the
+    record's Event-F1, a seizure-free record answered with silence counting 1; T6: the night's
+    macro-F1); ``discrimination``, the corrected item-total correlation (across runs, the instance's
+    correctness or score against the run's task score without it, by the task's own metric; null
+    with fewer than 3 runs or where either side is constant); ``flag``: ``solved_by_all`` (every
+    run's value at its maximum, 1), ``solved_by_none`` (every one 0) or null. The figures are null
+    for an instance no run played.
+
+    Beside ``count``, ``next``, ``previous`` and ``results``, the selection: ``suite``, ``task``,
+    ``value`` (``solve_rate`` or ``mean_score``), ``runs`` (the runs counted: on the board with the
+    paper's rows ``comparable``, those comparable with them, by default, or ``all``; on any other
+    board always ``all``), ``run_ids``, ``n_published_rows`` (the paper's rows on the board, never
+    counted: they give no per-instance results), ``sort``, ``flag`` and ``scores_hidden``.
+
+    ``sort``: ``discrimination`` (the default: lowest, the most suspect, first), ``score`` (the
+    solve rate or mean score) or ``n_runs``, descending with a leading "-", missing figures last and
+    ties by record id. ``flag``: ``solved_by_all``, ``solved_by_none`` or ``flagged`` (either). A
+    visitor who may not see references gets every figure as null, by record id, ``sort`` and
+    ``flag`` unused and null (``scores_hidden``: true): with the answers the episodes show, the
+    figures would tell the references. A held-out suite's items are listed to staff only (a 404
+    to anyone else, as for a suite that does not exist).
+    """
+
+    def get(self, request):
+        query = _query(serializers.ItemQuerySerializer, request)
+        suite = Suite.objects.filter(name=query["suite"]).first()
+        if suite is None or not shows_items(request, suite):
+            raise NotFound(f"no suite {query['suite']}")
+        analysis = item_reads.item_analysis(suite=suite.name, task=query["task"], runs=query.get("runs"))
+        figures = shows_references(request, suite)
+        rows = item_reads.listed_items(analysis, sort=query["sort"], flag=query.get("flag"), figures=figures)
+        head = {
+            "suite": analysis.suite,
+            "task": analysis.task,
+            "value": analysis.value_name,
+            "runs": analysis.runs,
+            "run_ids": analysis.run_ids,
+            "n_published_rows": analysis.n_published,
+            "sort": query["sort"] if figures else None,
+            "flag": query.get("flag") if figures else None,
+            "scores_hidden": not figures,
+        }
+        return _paginated(self, rows, serializers.ItemSerializer, head=head)

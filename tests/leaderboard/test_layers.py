@@ -2,8 +2,8 @@
 
 Each module belongs to a layer: pure code (no database: statistics, the plotly look, the shortcut
 audit's rules), data (the models, the episode outcome rule, who sees what, a run's summary), then
-the rooms in order (audit, board, analysis, explorer, run pages, play, API), and at the top Django's
-fixed places (URLs, admin, receivers, app config, template tags, commands). A module imports
+the rooms in order (audit, board, analysis, items, explorer, run pages, play, API), and at the top
+Django's fixed places (URLs, admin, receivers, app config, template tags, commands). A module imports
 modules of its own layer or below, never a ``views`` module (only ``urls`` modules route to views),
 never another module's private name; no modules import one another in a circle, and none is over
 500 lines. A new module fails the guard until it is given a layer in ``LAYERS``.
@@ -17,8 +17,9 @@ import leaderboard
 from tests import layers
 from tests.layers import circles
 
-PURE, DATA, AUDIT, BOARD, ANALYSIS, EXPLORER, RUN_PAGES, PLAY, API, TOP = range(10)
-LAYER_NAMES = ["pure code", "data", "audit", "board", "analysis", "explorer", "run pages", "play", "API", "top"]
+PURE, DATA, AUDIT, BOARD, ANALYSIS, ITEMS, EXPLORER, RUN_PAGES, PLAY, API, TOP = range(11)
+LAYER_NAMES = ["pure code", "data", "audit", "board", "analysis", "items", "explorer", "run pages", "play", "API",
+               "top"]
 
 #: Every module of leaderboard/ (migrations aside), by dotted name below ``leaderboard.``, and its layer.
 LAYERS = {
@@ -51,6 +52,9 @@ LAYERS = {
     "analysis.charts": ANALYSIS,
     "analysis.task_charts": ANALYSIS,
     "analysis.views": ANALYSIS,
+    "items": ITEMS,
+    "items.selectors": ITEMS,
+    "items.views": ITEMS,
     "explorer": EXPLORER,
     "explorer.signal": EXPLORER,
     "explorer.reads": EXPLORER,
