@@ -31,6 +31,7 @@ from leaderboard.formats import score as score_text
 from leaderboard.formats import seizure_counts_text
 from leaderboard.outcomes import shown_outcome, with_outcome
 from leaderboard.paired import item_total_correlation, leave_one_out
+from leaderboard.summaries import scoring
 from leaderboard.summaries.scoring import item_score, task_sample
 from runs.models import Episode, Status
 
@@ -58,13 +59,11 @@ def value_name(task: str) -> str:
 def item_value(task: str, row: Mapping[str, Any]) -> float:
     """An instance's value in one epoch of a run, from its summary row: correctness or item score.
 
-    A T5 record whose Event-F1 is undefined (a seizure-free record answered with silence) counts as
-    1.0, a perfect answer; NaN for a row never scored.
+    ``summaries.scoring.item_value`` (a T5 record answered with silence and free of seizures counts
+    1.0), NaN for a row never scored.
     """
-    value = item_score(task, row)
-    if value is None:
-        return 1.0 if task == "T5" else math.nan
-    return float(value)
+    value = scoring.item_value(task, row)
+    return math.nan if value is None else float(value)
 
 
 def run_items(task: str, rows: Sequence[Mapping[str, Any]]) -> dict[int, tuple[float, float]]:

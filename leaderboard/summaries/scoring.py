@@ -14,8 +14,7 @@ holds their means, and per task an ``epochs`` entry with the spread and agreemen
 from __future__ import annotations
 
 import json
-import threading
-from collections import OrderedDict, defaultdict
+from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any
@@ -32,6 +31,7 @@ from benchmark.scoring.epochs import answered_correctly, combine_epochs, epochs_
 from benchmark.scoring.files import epoch_count
 from leaderboard import stats
 from leaderboard.models import RunSummary
+from leaderboard.summaries.kept import Kept, stored_key
 from runs.models import Episode, Run, Status, Step
 
 # What each task keeps of the scorer's per-item result, beside the instance and episode ids.
@@ -49,12 +49,9 @@ EPOCH_SEC = 30
 # While a run plays, its summary is re-scored at most once per this many seconds (``episodes_ended``).
 SUMMARY_REFRESH_SEC = 10.0
 # Summaries re-scored in memory for pages, kept per process (``current_summary``).
-RESCORED_KEPT = 32
-_rescored: OrderedDict[tuple, RunSummary] = OrderedDict()
-_rescored_lock = threading.Lock()
+_rescored = Kept(32)
 # Bootstrap distributions of stored summaries' Overall, kept per process (``overall_resamples``).
-RESAMPLES_KEPT = 256
-_resamples: OrderedDict[tuple, np.ndarray] = OrderedDict()
+_resamples = Kept(256)
 
 
 # ── run summaries ───────────────────────────────────────────────────────────────────────────
@@ -119,6 +116,16 @@ def item_score(task: str, item: Mapping[str, Any]) -> float | None:
     if "correct" not in item:
         return None
     return 1.0 if item["correct"] else 0.0
+
+
+def item_value(task: str, row: Mapping[str, Any]) -> float | None:
+    """An instance's item score as comparisons and item analysis read it: ``item_score``, where a T5 record
+    whose Event-F1 is undefined (a seizure-free record answered with silence) counts 1.0, a perfect answer,
+    when its episode completed (0.0 when it did not); None for a row never scored."""
+    value = item_score(task, row)
+    if value is None and task == "T5" and "tp" in row:  # undefined: no seizure and none predicted
+        return 1.0 if row.get("episode") is not None else 0.0
+    return value
 
 
 def task_sample(task: str, rows: list[Mapping[str, Any]]) -> stats.TaskSample | stats.EpochSample:
@@ -341,17 +348,9 @@ def current_summary(
         run.pk, run.created_at, tuple(codes), json.dumps(signatures, sort_keys=True, default=str),
         None if stored is None else (stored.pk, stored.computed_at),
     )  # fmt: skip
-    with _rescored_lock:
-        summary = _rescored.get(key)
-        if summary is not None:
-            _rescored.move_to_end(key)
-            return summary
-    summary = _summary_now(run, stored=stored, signatures=signatures, codes=codes, changed=changed)
-    with _rescored_lock:
-        _rescored[key] = summary
-        while len(_rescored) > RESCORED_KEPT:
-            _rescored.popitem(last=False)
-    return summary
+    return _rescored.remember(
+        key, lambda: _summary_now(run, stored=stored, signatures=signatures, codes=codes, changed=changed)
+    )
 
 
 def stored_summary(run: Run) -> RunSummary | None:
@@ -418,20 +417,15 @@ def overall_resamples(
     if sorted(summary.tasks) != list(TASK_IDS) or any(not summary.items.get(code) for code in TASK_IDS):
         return None
     # An unsaved summary (re-scored in memory) has its run's pk too: only a stored one is kept.
-    key = None if summary._state.adding else (summary.pk, summary.computed_at, n_resamples, seed)
-    with _rescored_lock:
-        kept = _resamples.get(key) if key else None
-    if kept is not None:
-        return kept
-    samples = [task_sample(code, summary.items[code]) for code in TASK_IDS]
-    drawn = stats.overall_resamples(samples, n_resamples=n_resamples, seed=seed)
-    drawn.setflags(write=False)
-    if key:
-        with _rescored_lock:
-            _resamples[key] = drawn
-            while len(_resamples) > RESAMPLES_KEPT:
-                _resamples.popitem(last=False)
-    return drawn
+    key = stored_key(summary)
+
+    def draw() -> np.ndarray:
+        samples = [task_sample(code, summary.items[code]) for code in TASK_IDS]
+        drawn = stats.overall_resamples(samples, n_resamples=n_resamples, seed=seed)
+        drawn.setflags(write=False)
+        return drawn
+
+    return _resamples.remember(key and (*key, n_resamples, seed), draw)
 
 
 def refresh_run_summary(run: Run, *, force: bool = False) -> RunSummary:
