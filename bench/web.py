@@ -7,7 +7,8 @@ leaderboard, the analysis page, three task pages, a run page and the 100-step ep
 django.test.Client (and the matching API endpoints), first with ``--small`` models, then with
 ``--models``, to show that the number of queries per page does not grow with the data.
 
-Targets: leaderboard and analysis < 300 ms; episode < 500 ms and < 1.5 MB; queries constant.
+Targets: leaderboard, analysis and two full runs compared < 300 ms; episode < 500 ms and < 1.5 MB;
+queries constant.
 
     python bench/web.py [--models 30] [--small 5] [--repeat 5] [--keep]
 """
@@ -23,7 +24,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-TARGETS_MS = {"leaderboard": 300, "analysis": 300, "episode": 500}
+TARGETS_MS = {"leaderboard": 300, "analysis": 300, "episode": 500, "compare runs": 300}
 EPISODE_MAX_BYTES = 1_500_000
 STEPS_PER_EPISODE = 10
 LONG_EPISODE_STEPS = 100
@@ -78,7 +79,7 @@ def long_episode(run):
     return episode
 
 
-def pages(run, episode) -> dict[str, str]:
+def pages(run, episode, other) -> dict[str, str]:
     """The URLs to measure: the pages (when the pages engineer's routes exist) and the API."""
     from django.urls import NoReverseMatch, reverse
 
@@ -91,6 +92,7 @@ def pages(run, episode) -> dict[str, str]:
         "task T6": ("leaderboard:task", ["T6"], "?suite=eegagentbench"),
         "run": ("leaderboard:run", [run.pk], ""),
         "episode": ("leaderboard:episode", [episode.pk], ""),
+        "compare runs": ("leaderboard:compare_runs", [], f"?a={run.pk}&b={other.pk}"),
     }
     for label, (name, args, query) in page_routes.items():
         try:
@@ -102,6 +104,7 @@ def pages(run, episode) -> dict[str, str]:
         "api run": reverse("api:run", args=[run.pk]),
         "api episode": reverse("api:episode", args=[episode.pk]),
         "api instances": reverse("api:instances") + "?suite=eegagentbench",
+        "api compare runs": reverse("api:compare_runs") + f"?a={run.pk}&b={other.pk}",
     }
     return urls
 
@@ -134,11 +137,18 @@ def measure(urls: dict[str, str], repeat: int) -> dict[str, dict]:
     return results
 
 
-def selector_times(run, episode, repeat: int) -> dict[str, float]:
-    """Median time of the selectors alone (no template, no middleware)."""
+def selector_times(run, episode, other, repeat: int) -> dict[str, float]:
+    """Median time of the selectors alone (no template, no middleware); two runs compared afresh, not kept."""
     from leaderboard.analysis import selectors as analysis_reads
     from leaderboard.api import selectors as api_reads
     from leaderboard.board import ranking
+    from leaderboard.comparison import selectors as comparison_reads
+    from leaderboard.summaries import pairs
+    from leaderboard.summaries.scoring import current_summary, stored_summary
+
+    def compared_afresh():
+        a, b = comparison_reads.compared_runs(run.pk, other.pk)
+        return pairs.compare_summaries(*(current_summary(r, stored=stored_summary(r)) for r in (a, b)), keep=False)
 
     calls = {
         "leaderboard()": lambda: ranking.leaderboard(),
@@ -146,6 +156,7 @@ def selector_times(run, episode, repeat: int) -> dict[str, float]:
         "task_analysis(T2)": lambda: analysis_reads.task_analysis(task="T2"),
         "run_detail()": lambda: api_reads.run_detail(run_id=run.pk),
         "episode_detail()": lambda: api_reads.episode_detail(episode_id=episode.pk),
+        "two runs compared": compared_afresh,
     }
     times = {}
     for label, call in calls.items():
@@ -183,7 +194,7 @@ def main() -> None:
               f"{time.perf_counter() - started:.1f} s")
         runs = seed_models(suite, 0, args.small)
         episode = long_episode(runs[0])
-        urls = pages(runs[0], episode)
+        urls = pages(runs[0], episode, runs[1])
 
         sizes = {}
         for n_models in (args.small, args.models):
@@ -193,7 +204,7 @@ def main() -> None:
 
             label = f"{n_models} models, {Episode.objects.count():,} episodes, {Step.objects.count():,} steps"
             print(f"\nMeasuring with {label} ({database.stat().st_size / 1e6:.0f} MB database)", flush=True)
-            sizes[n_models] = (label, measure(urls, args.repeat), selector_times(runs[0], episode, args.repeat))
+            sizes[n_models] = (label, measure(urls, args.repeat), selector_times(runs[0], episode, runs[1], args.repeat))
 
         small, large = sizes[args.small][1], sizes[args.models][1]
         print(f"\n{'page':18s} {'median ms':>10s} {'max ms':>8s} {'KB':>8s} "

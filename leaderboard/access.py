@@ -61,6 +61,17 @@ def shows_run_scores(request: HttpRequest, run) -> bool:
     return shows_items(request, run.suite) or run.status in ENDED
 
 
+def shows_comparison(request: HttpRequest, a, b) -> tuple[bool, bool]:
+    """Whether this visitor sees two runs' comparison at task level, and instance by instance.
+
+    Task level as each run's scores (``shows_run_scores``: on a held-out suite once both have
+    ended); instances only where the visitor also sees the suite's items and references, since a
+    row's change tells the correctness of both episodes.
+    """
+    scores = shows_run_scores(request, a) and shows_run_scores(request, b)
+    return scores, scores and shows_references(request, a.suite)
+
+
 def visible_episode(request: HttpRequest, episode):
     """``episode`` if this visitor may see it; a 404 for a visitor while it has not ended, or on a held-out suite."""
     if not is_staff(request) and not (has_ended(episode) and shows_items(request, episode.run.suite)):

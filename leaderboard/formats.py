@@ -43,3 +43,20 @@ def seizure_counts_text(scores: dict) -> str:
     if tp + fn == 0:
         return "no events, no false alarms" if fp == 0 else f"no seizure, {alarms}"
     return f"{tp} of {tp + fn} seizure{'s' if tp + fn != 1 else ''} found, {alarms}"
+
+
+def signed(value, places: int = 3) -> str:
+    """A difference with its sign (``+0.120``, ``−0.045``, ``0.000``); an en dash when there is none."""
+    if value is None:
+        return "–"
+    shown = f"{abs(float(value)):.{int(places)}f}"
+    if float(shown) == 0:
+        return shown
+    return ("+" if value > 0 else "−") + shown
+
+
+def p_value(value) -> str:
+    """A p-value as papers print it: three decimals, ``< 0.001`` below; an en dash when there is none."""
+    if value is None:
+        return "–"
+    return "< 0.001" if value < 0.001 else f"{float(value):.3f}"

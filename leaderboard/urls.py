@@ -3,6 +3,7 @@ from django.urls import path, re_path
 
 from leaderboard.analysis import views as analysis
 from leaderboard.board import views as board
+from leaderboard.comparison import views as comparison
 from leaderboard.explorer import views as explorer
 from leaderboard.items import views as items
 from leaderboard.run_pages import control
@@ -19,6 +20,7 @@ urlpatterns = [
     path("analysis/", analysis.analysis, name="analysis"),
     path("runs/", run_pages.runs_list, name="runs"),
     path("runs/new/", control.new_run, name="new_run"),
+    path("runs/compare/", comparison.compare_runs, name="compare_runs"),
     path("runs/<int:pk>/", run_pages.run_detail, name="run"),
     path("runs/<int:pk>/progress.json", run_pages.run_progress, name="run_progress"),
     path("runs/<int:pk>/cancel/", control.run_cancel, name="run_cancel"),

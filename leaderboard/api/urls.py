@@ -8,6 +8,7 @@ app_name = "api"
 endpoints = [
     path("leaderboard/", views.LeaderboardView.as_view(), name="leaderboard"),
     path("runs/", views.RunListView.as_view(), name="runs"),
+    path("runs/compare/", views.RunComparisonView.as_view(), name="compare_runs"),
     path("runs/<int:run_id>/", views.RunDetailView.as_view(), name="run"),
     path("episodes/<int:episode_id>/", views.EpisodeDetailView.as_view(), name="episode"),
     path("tasks/", views.TaskListView.as_view(), name="tasks"),

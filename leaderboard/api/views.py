@@ -10,7 +10,7 @@ import re
 
 from django.http import Http404
 from django.urls import reverse
-from rest_framework.exceptions import NotFound
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
@@ -20,6 +20,7 @@ from benchmark.models import Suite
 from leaderboard.access import (
     is_staff,
     shows_answer_key,
+    shows_comparison,
     shows_items,
     shows_references,
     shows_run_scores,
@@ -31,6 +32,7 @@ from leaderboard.api.base import Endpoint, view_description
 from leaderboard.audit import reads as audit_reads
 from leaderboard.board import ranking
 from leaderboard.board.serializers import LeaderboardSerializer
+from leaderboard.comparison import selectors as comparison_reads
 from leaderboard.items import selectors as item_reads
 from leaderboard.run_pages import selectors as run_reads
 from runs.models import Episode, Run
@@ -142,6 +144,42 @@ class RunDetailView(Endpoint):
         if scores_hidden:
             data.update(SCORES_HELD_BACK)
         return Response({**data, "episodes_hidden": not shows_items(request, suite), "scores_hidden": scores_hidden})
+
+
+class RunComparisonView(Endpoint):
+    """``GET /api/runs/compare/?a=<run>&b=<run>``: two runs of one suite compared, B − A throughout.
+
+    ``{"a", "b", "models", "suite", "tasks": {"T3": {"metric", "a", "b", "difference", "ci",
+    "p_value", "test", "n_units", "unit", "improved", "regressed", "only_a", "only_b"}, ...},
+    "overall", "instances", "only_one_run"}``. Per task (those both runs played), ``a`` and ``b``
+    are the runs' leaderboard scores, ``difference`` B − A over the instances both played, ``ci`` its
+    95 % paired bootstrap interval over the task's units (instances; subjects for T5; nights for T6),
+    ``p_value`` two-sided by ``test``: the exact McNemar test on per-instance correctness for T1–T4
+    when both runs played one epoch, else a paired permutation test over the units (a run of several
+    epochs by each unit's mean); ``improved`` and ``regressed`` count the units. ``overall`` (null
+    unless both runs have all six tasks): ``a``, ``b``, ``difference``, ``ci``, ``p_value``, ``test``.
+    ``instances``: every shared instance, regressions first, ``{"instance"`` (its id on this site),
+    ``"record_id", "task", "a": {"episode", "score", "correct"}, "b": {...}, "change"}`` with
+    ``change`` one of ``regressed``, ``improved``, ``same_wrong``, ``same_right`` (T5 and T6 by item
+    score); ``only_one_run``: the instances one run played, left out of the tests. A visitor gets
+    ``instances`` null on a held-out suite or where references are not public, and ``tasks`` empty
+    (``scores_hidden``) while a run of a held-out suite plays. 400 for runs of two suites, one run
+    twice, or an id that is not a number; 404 for a run that does not exist.
+    """
+
+    def get(self, request):
+        try:
+            a, b = comparison_reads.compared_runs(*comparison_reads.chosen_ids(request.query_params))
+        except comparison_reads.ComparisonError as exc:
+            raise ValidationError({"detail": str(exc)}) from None
+        except Run.DoesNotExist as exc:
+            raise NotFound(str(exc)) from None
+        scores, instances = shows_comparison(request, a, b)
+        if not scores:
+            return Response({"a": a.pk, "b": b.pk, "suite": a.suite.name, "tasks": {}, "overall": None,
+                             "instances": None, "only_one_run": None, "scores_hidden": True})
+        data = comparison_reads.run_comparison(a, b)
+        return Response({**comparison_reads.comparison_json(data, instances=instances), "scores_hidden": False})
 
 
 class EpisodeDetailView(Endpoint):

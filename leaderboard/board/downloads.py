@@ -14,6 +14,7 @@ CSV_COLUMNS = (
     "overall", "overall_ci_low", "overall_ci_high", "overall_official",
     *(f"{task}_{metric}" for task, metric, _ in METRIC_COLUMNS),
     "cost_usd", "cost_paper_usd", "prompt_tokens", "completion_tokens", "total_tokens", "on_pareto_frontier",
+    "below_p", "significantly_below",
 )  # fmt: skip
 
 
@@ -47,7 +48,7 @@ def leaderboard_csv(board: Leaderboard) -> str:
             row.is_open_weight, row.overall, low, high, row.overall_official,
             *(row.metrics[task][metric] for task, metric, _ in METRIC_COLUMNS),
             _plain_usd(row.cost_usd), _plain_usd(row.cost_paper_usd), row.prompt_tokens, row.completion_tokens, row.total_tokens,
-            row.on_pareto_frontier,
+            row.on_pareto_frontier, row.below_p, row.significantly_below,
         ])
     if board.audits:
         # A reference, not an agent: no rank, no tie group, no frontier; only the audited primary scores.

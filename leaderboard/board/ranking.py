@@ -29,6 +29,7 @@ from benchmark.scoring import PRIMARY_METRIC, SECONDARY_METRICS, TASK_IDS
 from benchmark.scoring.epochs import overall_over_epochs
 from leaderboard.access import ENDED
 from leaderboard.audit.reads import shortcut_audits
+from leaderboard.board import significance
 from leaderboard.board.comparability import Comparability, comparability, run_settings
 from leaderboard.board.ordering import rank_rows
 from leaderboard.board.published import CITATION, PAPER_BOARD
@@ -71,7 +72,9 @@ class LeaderboardRow:
     ``cost_paper_usd`` is the paper's formula for both, and the frontier uses it. ``rank`` is
     the position by Overall; ``tie_group`` and ``tie_range`` (first and last rank of the group)
     gather the ranks whose intervals overlap the group leader's (a row without an interval is a
-    group of its own). ``comparability`` says whether a run is comparable with the paper's rows
+    group of its own). ``below_p`` is the Holm-adjusted p-value of the paired test of its Overall
+    against the ranked row above it (both this site's runs, ``board.significance``; None when not
+    tested), and ``significantly_below`` says it is below ``significance.ALPHA``. ``comparability`` says whether a run is comparable with the paper's rows
     (None for a published row); on a board with the paper's rows, only those and the comparable
     runs are ranked. A run of several epochs has ``epochs`` > 1: its Overall and primary scores
     are means over epochs, ``overall_epochs`` the per-epoch Overall with its standard deviation
@@ -108,6 +111,8 @@ class LeaderboardRow:
     tie_group: int | None = None
     tie_range: tuple[int, int] | None = None
     on_pareto_frontier: bool = False
+    below_p: float | None = None
+    significantly_below: bool = False
     comparability: Comparability | None = None
     epochs: int = 1
     overall_epochs: dict[str, Any] | None = None
@@ -168,6 +173,11 @@ class Leaderboard:
     @property
     def has_published(self) -> bool:
         return any(row.is_published for row in self.rows)
+
+    @property
+    def n_run_rows(self) -> int:
+        """How many of the rows are this site's runs (two of them may be compared)."""
+        return sum(row.run_id is not None for row in self.rows)
 
     @property
     def n_other_runs(self) -> int:
@@ -426,11 +436,13 @@ def leaderboard(
         rows = [row for row in rows if row.family.casefold() == family.casefold()]
     if weights is not None:
         rows = [row for row in rows if row.is_open_weight is (weights == "open")]
+    rows = rank_rows(rows, among_paper_rows=data.has_paper_rows)
+    significance.mark_rows(rows, {run.pk: summary for run, summary in data.runs})
     return Leaderboard(
         suite=suite,
         suite_obj=data.suite,
         is_synthetic=data.is_synthetic,
-        rows=rank_rows(rows, among_paper_rows=data.has_paper_rows),
+        rows=rows,
         families=families,
         filters={"source": source, "family": family, "weights": weights},
         citation=CITATION if data.published else "",

@@ -35,6 +35,8 @@ class LeaderboardRowSerializer(serializers.Serializer):
     rank = serializers.IntegerField(allow_null=True)
     tie_group = serializers.IntegerField(allow_null=True)
     tie_range = serializers.ListField(child=serializers.IntegerField(), allow_null=True)
+    below_p = serializers.FloatField(allow_null=True)
+    significantly_below = serializers.BooleanField()
     overall = serializers.FloatField(allow_null=True)
     overall_ci = serializers.ListField(child=serializers.FloatField(), allow_null=True)
     overall_official = serializers.BooleanField()

@@ -5,11 +5,13 @@ from decimal import Decimal
 from django import template
 
 from benchmark.scoring import TASK_IDS
-from leaderboard.formats import metric_name, score
+from leaderboard.formats import metric_name, p_value, score, signed
 
 register = template.Library()
 register.filter("metric_name", metric_name)
 register.filter("score", score)
+register.filter("signed", signed)
+register.filter("p_value", p_value)
 
 
 @register.simple_tag

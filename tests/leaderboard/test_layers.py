@@ -2,7 +2,7 @@
 
 Each module belongs to a layer: pure code (no database: statistics, the plotly look, the shortcut
 audit's rules), data (the models, the episode outcome rule, who sees what, a run's summary), then
-the rooms in order (audit, board, analysis, items, explorer, run pages, play, API), and at the top
+the rooms in order (audit, board, analysis, items, comparison, explorer, run pages, play, API), and at the top
 Django's fixed places (URLs, admin, receivers, app config, template tags, commands). A module imports
 modules of its own layer or below, never a ``views`` module (only ``urls`` modules route to views),
 never another module's private name; no modules import one another in a circle, and none is over
@@ -17,9 +17,9 @@ import leaderboard
 from tests import layers
 from tests.layers import circles
 
-PURE, DATA, AUDIT, BOARD, ANALYSIS, ITEMS, EXPLORER, RUN_PAGES, PLAY, API, TOP = range(11)
-LAYER_NAMES = ["pure code", "data", "audit", "board", "analysis", "items", "explorer", "run pages", "play", "API",
-               "top"]
+PURE, DATA, AUDIT, BOARD, ANALYSIS, ITEMS, COMPARISON, EXPLORER, RUN_PAGES, PLAY, API, TOP = range(12)
+LAYER_NAMES = ["pure code", "data", "audit", "board", "analysis", "items", "comparison", "explorer", "run pages",
+               "play", "API", "top"]
 
 #: Every module of leaderboard/ (migrations aside), by dotted name below ``leaderboard.``, and its layer.
 LAYERS = {
@@ -35,6 +35,8 @@ LAYERS = {
     "access": DATA,
     "summaries": DATA,
     "summaries.scoring": DATA,
+    "summaries.kept": DATA,
+    "summaries.pairs": DATA,
     "audit": AUDIT,
     "audit.reads": AUDIT,
     "audit.runner": AUDIT,
@@ -42,6 +44,7 @@ LAYERS = {
     "board.published": BOARD,
     "board.comparability": BOARD,
     "board.ordering": BOARD,
+    "board.significance": BOARD,
     "board.ranking": BOARD,
     "board.charts": BOARD,
     "board.downloads": BOARD,
@@ -55,6 +58,9 @@ LAYERS = {
     "items": ITEMS,
     "items.selectors": ITEMS,
     "items.views": ITEMS,
+    "comparison": COMPARISON,
+    "comparison.selectors": COMPARISON,
+    "comparison.views": COMPARISON,
     "explorer": EXPLORER,
     "explorer.signal": EXPLORER,
     "explorer.reads": EXPLORER,

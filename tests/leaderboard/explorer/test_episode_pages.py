@@ -255,14 +255,16 @@ def test_api_index_lists_every_endpoint_with_its_address(client, db):
     assert endpoints["leaderboard"]["url"] == "http://testserver/api/leaderboard/"
     assert endpoints["run"]["url"] == "http://testserver/api/runs/{run_id}/"
     assert endpoints["episode"]["url"] == "http://testserver/api/episodes/{episode_id}/"
-    assert set(endpoints) == {"leaderboard", "runs", "run", "episode", "tasks", "instances", "items", "environment"}
+    assert set(endpoints) == {"leaderboard", "runs", "compare_runs", "run", "episode", "tasks", "instances", "items",
+                              "environment"}
+    assert endpoints["compare_runs"]["url"] == "http://testserver/api/runs/compare/"
     assert endpoints["environment"]["url"] == "http://testserver" + reverse("env:runs")
     assert endpoints["runs"]["methods"] == ["GET"]
     assert endpoints["instances"]["description"].startswith("GET /api/instances/?suite=S[&task=Tn]")
     for name, endpoint in endpoints.items():
         assert endpoint["description"] and "``" not in endpoint["description"], name
         if "{" not in endpoint["url"] and name != "environment":
-            query = {"suite": "paper", "task": "T1"}  # the queries /api/instances/ and /api/items/ take
+            query = {"suite": "paper", "task": "T1", "a": 1, "b": 2}  # what /api/instances/, items/, runs/compare/ take
             assert client.get(endpoint["url"], query, HTTP_ACCEPT="application/json").status_code in (
                 200, 404), name  # a real address (the paper's board need not be imported)
 
