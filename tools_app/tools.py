@@ -18,6 +18,7 @@ from tools_app.registry import Choices, shown, tool
 from tools_app.signal import costs, noise, spatial, spectral, transients, windowed
 from tools_app.signal.ranges import source_for
 from tools_app.signal.rounding import round_value
+from tools_app.spans import DEFAULT_WINDOW_SEC
 
 if TYPE_CHECKING:
     from tools_app.recording import Recording
@@ -168,10 +169,6 @@ def _placeholders(keys):
 def _python(value):
     """Return ``value`` with numpy scalars turned into Python ones (for JSON)."""
     return value.item() if isinstance(value, np.generic) else value
-
-
-#: The windowed tool's window length when none is given (not advertised in its schema, as upstream).
-DEFAULT_WINDOW_SEC = 5.0
 
 
 # ---------------------------------------------------------------------- Data Overview

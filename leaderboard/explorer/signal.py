@@ -2,7 +2,8 @@
 
 A signal tool call names channels and a time range (``channels``, ``tmin``, ``tmax``), with
 the tools' defaults when they are omitted: every channel the file types as EEG (the homologous
-10-20 pairs for ``compute_asymmetry``) and the whole record. :func:`signal_window` turns a call's
+10-20 pairs for ``compute_asymmetry``) and the whole record, its time range read as
+``tools_app.spans`` reads it for the evidence coverage too. :func:`signal_window` turns a call's
 arguments into that window, :func:`read_signal` reads it and keeps, per channel, the minimum
 and the maximum of each bucket of samples, so a trace never has more than ``max_points``
 points whatever the record's length, and spikes survive the decimation.
@@ -22,14 +23,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tools_app.registry import TOOL_NAMES
 from tools_app.signal.spatial import homologous_pairs
 from tools_app.signal.windowed import FEATURES
-
-#: Tools that read samples of the recording; the two header tools do not.
-SIGNAL_TOOLS = frozenset(TOOL_NAMES) - {"get_recording_info", "get_channel_list"}
-#: Tools whose result is analysed over the whole record whatever the arguments.
-WHOLE_RECORD_TOOLS = frozenset({"compute_noise_metrics"})
+from tools_app.spans import SIGNAL_TOOLS as SIGNAL_TOOLS  # the explorer's steps take it from here
+from tools_app.spans import requested_span
 
 MAX_POINTS = 2000
 MAX_CHANNELS = 8
@@ -71,13 +68,6 @@ class SignalWindow:
     missing: tuple[str, ...]
     start: int
     stop: int
-
-
-def _seconds(value) -> float | None:
-    """A time argument as the tools accept it (a finite real number), else None (omitted)."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        return None
-    return float(value)
 
 
 def _requested_channels(tool_name: str, arguments: dict, ch_names: list[str], eeg_channels: list[str]):
@@ -123,8 +113,7 @@ def signal_window(
     ValueError
         If ``tool_name`` is not a signal tool or ``max_channels`` is not positive.
     """
-    if tool_name not in SIGNAL_TOOLS:
-        raise ValueError(f"{tool_name!r} does not read the signal; signal tools are {sorted(SIGNAL_TOOLS)}.")
+    tmin, tmax = requested_span(tool_name, arguments)  # refuses a tool that is not a signal tool
     if max_channels < 1:
         raise ValueError(f"max_channels must be at least 1, not {max_channels}.")
     arguments = arguments if isinstance(arguments, dict) else {}
@@ -133,9 +122,6 @@ def signal_window(
     present = [name for name in requested if name in existing]
     missing = tuple(name for name in requested if name not in existing)
 
-    tmin = tmax = None
-    if tool_name not in WHOLE_RECORD_TOOLS:
-        tmin, tmax = _seconds(arguments.get("tmin")), _seconds(arguments.get("tmax"))
     # Samples as the tools count them: int(seconds * sfreq), clipped to the recording.
     start = min(max(int(tmin * sfreq), 0), n_times) if tmin is not None else 0
     stop = min(max(int(tmax * sfreq), 0), n_times) if tmax is not None else n_times
