@@ -28,6 +28,15 @@ HELD_OUT_NOTE = (
 )
 
 
+#: Failure modes that tell an episode's reference (whether its record has seizures): shown as references are.
+REFERENCE_MODES = frozenset({"missed_all_seizures", "false_alarm"})
+
+
+def shown_failure_modes(modes: list[dict] | None, *, references: bool) -> list[dict]:
+    """An episode's failure modes this visitor may see: those telling the reference only with ``references``."""
+    return [mode for mode in modes or [] if references or mode["code"] not in REFERENCE_MODES]
+
+
 def is_staff(request: HttpRequest) -> bool:
     user = getattr(request, "user", None)
     return bool(user is not None and user.is_authenticated and user.is_staff)

@@ -176,6 +176,9 @@ class Episode(Usage):
         "ended_by",
         "error_kind",
         "error_message",
+        "failure_modes",
+        "failure_codes",
+        "evidence_coverage",
         "n_turns",
         "n_tool_calls",
         *TOKEN_FIELDS,
@@ -206,6 +209,19 @@ class Episode(Usage):
     ended_by = models.CharField(max_length=32, choices=EndedBy.choices, blank=True)
     error_kind = models.CharField(max_length=32, choices=ErrorKind.choices, blank=True)
     error_message = models.TextField(blank=True)
+    failure_modes = models.JSONField(
+        null=True, blank=True,
+        help_text='How the episode went wrong (runs.failures): [{"code", "steps": [step index, ...]}, ...]; '
+        "blank until classified when it ended (manage.py classify_episodes classifies the others).",
+    )
+    failure_codes = models.CharField(
+        max_length=400, blank=True, default="",
+        help_text="The failure modes' codes, each between spaces (' no_tool_call repeated_call '), for filters.",
+    )
+    evidence_coverage = models.FloatField(
+        null=True, blank=True,
+        help_text="Share of the record's duration the signal-reading calls covered before the answer (signal tasks).",
+    )
     n_turns = models.PositiveIntegerField(default=0)
     n_tool_calls = models.PositiveIntegerField(default=0)
     wall_time_sec = models.FloatField(null=True, blank=True)

@@ -33,6 +33,7 @@ class EpisodeRow:
     wall_time_sec: float | None
     score: float | None
     epoch: int = 0
+    failure_modes: list[dict] | None = None
 
     @property
     def outcome(self) -> str:
@@ -67,13 +68,14 @@ def run_detail(*, run_id: int, staff: bool = False) -> RunDetail:
             id=values[0], record_id=values[1], task=values[2], status=values[3], ended_by=values[4],
             attempt=values[5], n_turns=values[6], n_tool_calls=values[7], prompt_tokens=values[8],
             completion_tokens=values[9], cost_usd=values[10], wall_time_sec=values[11],
-            score=item_score(values[2], values[12] or {}), epoch=values[13],
+            score=item_score(values[2], values[12] or {}), epoch=values[13], failure_modes=values[14],
         )
         for values in Episode.objects.filter(run=run)
         .order_by(*episode_order(staff=staff))
         .values_list(
             "id", "record_id", "instance__task__code", "status", "ended_by", "attempt", "n_turns",
             "n_tool_calls", "prompt_tokens", "completion_tokens", "cost_usd", "wall_time_sec", "scores", "epoch",
+            "failure_modes",
         )
     ]
     return RunDetail(

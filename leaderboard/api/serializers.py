@@ -5,7 +5,7 @@ Costs are given as JSON numbers in USD; a null cost means unpriced, never free.
 from rest_framework import serializers
 
 from benchmark.scoring import TASK_IDS
-from leaderboard.access import ENDED
+from leaderboard.access import ENDED, shown_failure_modes
 from leaderboard.board.comparability import comparability
 from leaderboard.board.published import PAPER_BOARD
 from leaderboard.board.ranking import SOURCES, WEIGHTS
@@ -86,6 +86,20 @@ class ScoreField(serializers.FloatField):
         return super().to_representation(value) if self.context.get("scores_visible") else None
 
 
+class FailureModesField(serializers.Field):
+    """An episode's failure modes, ``[{"code", "steps": [...]}]`` (null: not classified); those that tell the
+    reference only where scores are visible (``access.shown_failure_modes``)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(read_only=True, **kwargs)
+
+    def to_representation(self, value):
+        if value is None:
+            return None
+        return [{"code": mode["code"], "steps": list(mode["steps"])}
+                for mode in shown_failure_modes(value, references=bool(self.context.get("scores_visible")))]
+
+
 class EpisodeRowSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     instance = serializers.SerializerMethodField()
@@ -100,6 +114,7 @@ class EpisodeRowSerializer(serializers.Serializer):
     cost_usd = CostField()
     score = ScoreField()
     epoch = serializers.SerializerMethodField()
+    failure_modes = FailureModesField()
 
     def get_instance(self, row) -> str | None:
         """The record id its agent saw; null for a visitor while the episode has not ended."""
@@ -199,6 +214,8 @@ class EpisodeDetailSerializer(serializers.Serializer):
     started_at = serializers.DateTimeField(source="episode.started_at", allow_null=True)
     finished_at = serializers.DateTimeField(source="episode.finished_at", allow_null=True)
     score = ScoreField()
+    failure_modes = FailureModesField(source="episode.failure_modes")
+    evidence_coverage = serializers.FloatField(source="episode.evidence_coverage", allow_null=True)
     steps = StepSerializer(many=True)
 
     def get_usage(self, detail) -> dict:

@@ -126,8 +126,9 @@ class RunListView(Endpoint):
 class RunDetailView(Endpoint):
     """``GET /api/runs/<id>/``: the run, its scores and every episode.
 
-    On a held-out suite a visitor gets no episode (``episodes_hidden``) and, while the run has
-    not ended, no score (``scores_hidden``).
+    Each episode row has its ``failure_modes`` (as ``/api/episodes/<id>/`` gives them). On a held-out
+    suite a visitor gets no episode (``episodes_hidden``) and, while the run has not ended, no score
+    (``scores_hidden``).
     """
 
     def get(self, request, run_id: int):
@@ -183,7 +184,12 @@ class RunComparisonView(Endpoint):
 
 
 class EpisodeDetailView(Endpoint):
-    """``GET /api/episodes/<id>/``: the episode, its outcome and its steps."""
+    """``GET /api/episodes/<id>/``: the episode, its outcome and its steps.
+
+    ``failure_modes``: ``[{"code", "steps": [step index, ...]}]`` (docs/failure_modes.md; null until the
+    episode is classified; the modes that tell the reference only where scores are shown) and
+    ``evidence_coverage``, the share of the record its signal-reading calls covered before the answer.
+    """
 
     def get(self, request, episode_id: int):
         try:

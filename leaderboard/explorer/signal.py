@@ -25,7 +25,6 @@ import numpy as np
 
 from tools_app.signal.spatial import homologous_pairs
 from tools_app.signal.windowed import FEATURES
-from tools_app.spans import SIGNAL_TOOLS as SIGNAL_TOOLS  # the explorer's steps take it from here
 from tools_app.spans import requested_span
 
 MAX_POINTS = 2000
@@ -96,7 +95,7 @@ def signal_window(
     Parameters
     ----------
     tool_name : str
-        One of :data:`SIGNAL_TOOLS`.
+        One of ``tools_app.spans.SIGNAL_TOOLS``.
     arguments : dict | None
         The call's arguments as the agent gave them.
     ch_names, eeg_channels : list of str

@@ -5,23 +5,23 @@ pages use these for a player's own episode; ``leaderboard.access`` decides who m
 """
 from __future__ import annotations
 
-
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.urls import reverse
 
-from leaderboard.access import is_staff
+from leaderboard.access import is_staff, shown_failure_modes
 from leaderboard.explorer import charts as episode_charts
-from leaderboard.explorer.signal import SIGNAL_TOOLS
 from leaderboard.explorer.windows import step_window
 from leaderboard.formats import seizure_counts_text
 from leaderboard.outcomes import shown_outcome
 from leaderboard.summaries.scoring import item_score
 from runs.agents import free_of_charge
+from runs.failures import CODES
 from runs.models import Episode, Status, Step
 from runs.redaction import public_error
 from tools_app.budget import with_true_lengths
+from tools_app.spans import SIGNAL_TOOLS
 
 STEPS_PER_PAGE = 50
 INLINE_TEXT_CHARS = 4000
@@ -108,6 +108,21 @@ def outcome_figure(episode: Episode, *, references: bool) -> dict | None:
     return episode_charts.prediction_figure(episode.instance, episode.prediction, references=references)
 
 
+def step_url(episode_pk: int, index: int) -> str:
+    """The stable link of a step: its episode page's page of steps, at the step (``#step-<index>``)."""
+    page = max(index - 1, 0) // STEPS_PER_PAGE + 1  # step 0 is the prompt, shown above the steps
+    return reverse("leaderboard:episode", args=[episode_pk]) + (f"?page={page}" if page > 1 else "") + f"#step-{index}"
+
+
+def failure_mode_rows(episode: Episode, *, references: bool) -> list[dict]:
+    """The failure modes an episode's header lists: code, definition, and links to the steps that show it."""
+    return [
+        {"code": mode["code"], "definition": CODES.get(mode["code"], ""),
+         "steps": [{"index": index, "url": step_url(episode.pk, index)} for index in mode["steps"]]}
+        for mode in shown_failure_modes(episode.failure_modes, references=references)
+    ]  # fmt: skip
+
+
 def episode_summary(episode: Episode, *, references: bool) -> dict:
     """The header, labels and outcome figure of an episode, as the page and the compare view show them.
 
@@ -128,6 +143,7 @@ def episode_summary(episode: Episode, *, references: bool) -> dict:
         "figure": outcome_figure(episode, references=references),
         "total_tokens": episode.prompt_tokens + episode.completion_tokens,
         "free": free_of_charge(episode.run.model.provider_model),
+        "failure_modes": failure_mode_rows(episode, references=references),
     }
 
 

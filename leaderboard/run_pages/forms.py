@@ -195,11 +195,13 @@ class EpisodeFilterForm(forms.Form):
     task = forms.ChoiceField(choices=[("", "all tasks"), *[(code, code) for code in TASK_IDS]], required=False)
     outcome = forms.ChoiceField(choices=OUTCOMES, required=False)
     ended_by = forms.ChoiceField(required=False, label="ended by")
+    failure_mode = forms.ChoiceField(required=False, label="failure mode")
     q = forms.CharField(max_length=200, required=False, label="search the trajectories")
 
-    def __init__(self, *args, ended_by_choices=(), **kwargs):
+    def __init__(self, *args, ended_by_choices=(), failure_modes=(), **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["ended_by"].choices = [("", "however it ended"), *ended_by_choices]
+        self.fields["failure_mode"].choices = [("", "any failure mode"), *((code, code) for code in failure_modes)]
 
 
 class RunFilterForm(forms.Form):

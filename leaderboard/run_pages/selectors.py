@@ -12,7 +12,7 @@ from django.http import HttpRequest
 from benchmark.models import Release
 from benchmark.scoring import PRIMARY_METRIC, SECONDARY_METRICS, TASK_IDS
 from benchmark.scoring.epochs import overall_over_epochs
-from leaderboard.access import has_ended, is_staff, visible_episodes
+from leaderboard.access import has_ended, is_staff, shown_failure_modes, visible_episodes
 from leaderboard.board import ranking
 from leaderboard.board.ranking import TASK_NAMES
 from leaderboard.formats import seizure_counts_text
@@ -131,6 +131,7 @@ def episode_rows(episodes, *, references: bool, staff: bool) -> list[dict]:
                 seizure_counts_text(episode.scores)
                 if references and episode.scores and episode.instance.task.code == "T5" else ""
             ),  # fmt: skip
+            "modes": [mode["code"] for mode in shown_failure_modes(episode.failure_modes, references=references)],
             "visible": staff or has_ended(episode),  # a visitor follows no link into a running episode
         }
         for episode in episodes
@@ -152,6 +153,8 @@ def filtered_episodes(request: HttpRequest, run: Run, form: EpisodeFilterForm):
         episodes = episodes.filter(outcome=data["outcome"])
     if data["ended_by"]:
         episodes = episodes.filter(ended_by=data["ended_by"])
+    if data["failure_mode"]:
+        episodes = episodes.filter(failure_codes__contains=f" {data['failure_mode']} ")
     if data["q"]:
         # A search looks only into episodes this visitor may see: never into one that has not ended. Errors
         # hold what only staff read (tracebacks, a model provider's words): nobody else searches them.

@@ -10,6 +10,7 @@ from benchmark.models import Release
 from benchmark.scoring.epochs import T6_CORRECT_MACRO_F1
 from leaderboard.access import (
     HELD_OUT_NOTE,
+    REFERENCE_MODES,
     is_staff,
     shows_items,
     shows_references,
@@ -29,6 +30,7 @@ from leaderboard.run_pages.selectors import (
 )
 from leaderboard.summaries.scoring import fresh_summaries
 from runs.agents import free_of_charge
+from runs.failures import CODES
 from runs.models import Episode, Run
 from runs.queue.workers import WORKER_COMMAND
 
@@ -42,7 +44,9 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     runs = Run.objects.select_related("model", "suite__release", "created_by").defer(*Release.unread("suite__release"))
     run = get_object_or_404(runs, pk=pk)
     references = shows_references(request, run.suite)
-    form = EpisodeFilterForm(request.GET or None, ended_by_choices=Episode.EndedBy.choices)
+
+    form = EpisodeFilterForm(request.GET or None, ended_by_choices=Episode.EndedBy.choices,
+                             failure_modes=[code for code in CODES if references or code not in REFERENCE_MODES])
     if not references:
         form.fields["outcome"].choices = [
             choice for choice in form.fields["outcome"].choices if choice[0] not in ("correct", "wrong")

@@ -18,6 +18,7 @@ shorter than the queue worker's timeout, which would otherwise kill it (``played
 """
 from __future__ import annotations
 
+import logging
 import traceback
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -28,6 +29,7 @@ from benchmark.models import Release
 from benchmark.wording import PromptSetUnavailable
 from runs import db
 from runs.agents import build_agent
+from runs.episode.failures import classify_episode
 from runs.episode.limits import EpisodeLimits, played_limits
 from runs.episode.loop import EndedBy, EpisodeLoop, Kind, Outcome, ToolBug
 from runs.episode.opening import episode_tools, opening, run_wording
@@ -35,6 +37,8 @@ from runs.episode.scoring import score_prediction
 from runs.model.reply import Agent
 from runs.models import Episode, Run, Status, Step
 from runs.services import append_step
+
+logger = logging.getLogger(__name__)
 
 # ── loading an episode ───────────────────────────────────────────────────────────────────────
 
@@ -110,8 +114,34 @@ def finish_episode(loop: EpisodeLoop | None, episode: Episode, outcome: Outcome)
     if stored:
         for name, value in values.items():
             setattr(episode, name, value)
+        if outcome.status != Status.CANCELLED:
+            store_failure_modes(episode)
     db.refresh_run_totals(episode.run_id)
     return stored
+
+
+def store_failure_modes(episode: Episode) -> None:
+    """Classify an ended episode's failure modes and evidence coverage (``runs.failures``) and store them.
+
+    A defect of the classification is logged and leaves them blank (``manage.py classify_episodes``
+    fills them later): it never costs the episode its stored outcome.
+    """
+    try:
+        modes, coverage = classify_episode(episode)
+    except Exception:
+        logger.exception("episode %s: its failure modes could not be classified", episode.pk)
+        return
+    codes = failure_codes(modes)
+    Episode.objects.filter(pk=episode.pk, attempt=episode.attempt).update(
+        failure_modes=modes, failure_codes=codes, evidence_coverage=coverage
+    )
+    episode.failure_modes, episode.failure_codes, episode.evidence_coverage = modes, codes, coverage
+
+
+def failure_codes(modes: Sequence[dict]) -> str:
+    """The codes of ``modes`` as ``Episode.failure_codes`` keeps them: each between spaces, for a filter
+    (``failure_codes__contains=" repeated_call "``); blank for none."""
+    return f" {' '.join(mode['code'] for mode in modes)} " if modes else ""
 
 
 def end_at_cap(episode: Episode, *, lived_sec: float) -> bool:

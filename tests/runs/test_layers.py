@@ -79,7 +79,7 @@ LAYERS = {
     "management.console": INTERFACES,
     "management.commands": INTERFACES,
     **{f"management.commands.{name}": INTERFACES for name in (
-        "cancel_run", "create_env_token", "export_run", "import_official_run", "qcluster",
+        "cancel_run", "classify_episodes", "create_env_token", "export_run", "import_official_run", "qcluster",
         "rescore_run", "resume_run", "run_benchmark", "show_prompt")},
 }  # fmt: skip
 
