@@ -1,4 +1,5 @@
-"""The analysis page (a board's distributions, cost, scale, tool use, tokens and rank stability) and the task pages."""
+"""The analysis page (a board's distributions, cost, scale, tool use, tokens, rank stability and failure modes)
+and the task pages."""
 from __future__ import annotations
 
 from django.http import Http404, HttpRequest, HttpResponse
@@ -10,8 +11,9 @@ from benchmark.scoring import PRIMARY_METRIC
 from leaderboard.access import (
     HELD_OUT_NOTE,
     shows_items,
+    shows_references,
 )
-from leaderboard.analysis import charts, task_charts
+from leaderboard.analysis import charts, failure_charts, failure_modes, task_charts
 from leaderboard.analysis import selectors as analysis_reads
 from leaderboard.audit import reads as audit_reads
 from leaderboard.board import ordering, ranking
@@ -158,20 +160,49 @@ def _analysis_figures(data: analysis_reads.Analysis, labels: dict[str, str]) -> 
     }
 
 
-def _board_analysis(suite: str) -> dict:
-    """A board's analysis (``data``), chart labels and figures, and how many of its figures draw something."""
-    data = analysis_reads.analysis(suite=suite)
+def _failure_figures(rows: list[ranking.LeaderboardRow], labels: dict[str, str], *, references: bool) -> dict:
+    """The failure-mode heatmap and the coverage scatters of T5 and T6 of the board's runs shown by default.
+
+    Without ``references`` the modes that tell an episode's reference are left out.
+    """
+    marks = ranking.default_marks(rows)
+    runs = [row for row in rows if row.run_id is not None and marks[row.key].shown_by_default]
+    run_ids = [row.run_id for row in runs]
+    shares = failure_modes.mode_shares(run_ids, references=references)
+    figures = {"failure_modes": failure_charts.failure_modes_figure(
+        [{"label": labels[row.key], "shares": shares[row.run_id]} for row in runs if row.run_id in shares],
+        codes=list(failure_modes.shown_codes(references=references)),
+    )}
+    for task in failure_modes.COVERAGE_TASKS:
+        scores = failure_modes.coverage_scores(run_ids, task=task)
+        figures[f"coverage_{task}"] = failure_charts.coverage_figure(
+            chart_points([{**row_point(row), **scores[row.run_id]} for row in runs if row.run_id in scores],
+                         labels, coverage="coverage", score="score"),
+            task=task, metric=metric_name(PRIMARY_METRIC[task]),
+        )
+    return figures
+
+
+def _board_analysis(board: ranking.Board, *, references: bool) -> dict:
+    """A board's analysis (``data``), chart labels and figures, and how many of the paper's figures draw something.
+
+    The failure-mode figures (``_failure_figures``) are not counted: the board a page opens on is
+    the one that draws most of the paper's analyses.
+    """
+    data = analysis_reads.analysis(suite=board.name)
     labels = labels_for([row_point(row) for row in data.rows])
     figures = _analysis_figures(data, labels)
-    return {"data": data, "labels": labels, "figures": figures,
-            "drawn": sum(not figure.get("empty") for figure in figures.values())}
+    drawn = sum(not figure.get("empty") for figure in figures.values())
+    figures |= _failure_figures(data.rows, labels, references=references)
+    return {"data": data, "labels": labels, "figures": figures, "drawn": drawn}
 
 
 @require_safe
 def analysis(request: HttpRequest) -> HttpResponse:
-    """Distributions, cost and scale against Overall, tool use and tokens of a board (paper Figs. 1, 4-6, Table 5).
+    """Distributions, cost and scale against Overall, tool use and tokens of a board (paper Figs. 1, 4-6, Table 5),
+    and how its runs fail: failure modes per model, evidence coverage against score on T5 and T6.
 
-    ``?suite=``, else the board whose page draws the most figures, then the one with the most rows,
+    ``?suite=``, else the board whose page draws the most of the paper's figures, then the one with the most rows,
     then the first listed (the paper's first, synthetic ones last): after ``manage.py demo`` that is
     the paper's board, whose published rows fill the cost, size and token charts that the demo's
     two baselines (free, of no size, spending no tokens) leave empty. An empty figure is its
@@ -180,7 +211,8 @@ def analysis(request: HttpRequest) -> HttpResponse:
     wanted, listed = _wanted_board(request)
     if not listed:
         return render(request, "leaderboard/analysis/analysis.html", {"nav": "analysis", "analysis": None, "boards": listed})
-    boards = {board.name: _board_analysis(board.name) for board in listed}
+    references = {board.name: shows_references(request, board.suite) for board in listed}
+    boards = {board.name: _board_analysis(board, references=references[board.name]) for board in listed}
     suite = wanted or max(boards, key=lambda name: (boards[name]["drawn"], len(boards[name]["data"].rows)))
     shown = boards[suite]
     drawn_elsewhere = {
@@ -196,6 +228,8 @@ def analysis(request: HttpRequest) -> HttpResponse:
         "labels": shown["labels"],
         "top": [shown["labels"][key] for key in tool_use["top"]],
         "bottom": [shown["labels"][key] for key in tool_use["bottom"]],
+        "failure_codes": failure_modes.shown_codes(references=references[suite]),
+        "failure_references": references[suite],
         "boards": listed,
         "suite": suite,
     })

@@ -54,6 +54,8 @@ LAYERS = {
     "analysis.selectors": ANALYSIS,
     "analysis.charts": ANALYSIS,
     "analysis.task_charts": ANALYSIS,
+    "analysis.failure_modes": ANALYSIS,
+    "analysis.failure_charts": ANALYSIS,
     "analysis.views": ANALYSIS,
     "items": ITEMS,
     "items.selectors": ITEMS,
