@@ -10,12 +10,12 @@ from benchmark.models import Release
 from benchmark.scoring.epochs import T6_CORRECT_MACRO_F1
 from leaderboard.access import (
     HELD_OUT_NOTE,
-    REFERENCE_MODES,
     is_staff,
     shows_items,
     shows_references,
     shows_run_scores,
 )
+from leaderboard.analysis.failure_modes import mode_shares, shown_codes
 from leaderboard.board.comparability import comparability, how_called
 from leaderboard.run_pages import selectors as run_reads
 from leaderboard.run_pages.forms import EpisodeFilterForm, RunFilterForm
@@ -30,7 +30,6 @@ from leaderboard.run_pages.selectors import (
 )
 from leaderboard.summaries.scoring import fresh_summaries
 from runs.agents import free_of_charge
-from runs.failures import CODES
 from runs.models import Episode, Run
 from runs.queue.workers import WORKER_COMMAND
 
@@ -46,7 +45,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     references = shows_references(request, run.suite)
 
     form = EpisodeFilterForm(request.GET or None, ended_by_choices=Episode.EndedBy.choices,
-                             failure_modes=[code for code in CODES if references or code not in REFERENCE_MODES])
+                             failure_modes=list(shown_codes(references=references)))
     if not references:
         form.fields["outcome"].choices = [
             choice for choice in form.fields["outcome"].choices if choice[0] not in ("correct", "wrong")
@@ -58,8 +57,14 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     rows = episode_rows(page.object_list, references=references, staff=is_staff(request))
     query = request.GET.copy()
     query.pop("page", None)
+    modes = mode_shares([run.pk], references=references).get(run.pk, {})
     return render(request, "leaderboard/run_pages/run.html", {
         "run": run,
+        "failure_modes": modes,
+        "mode_codes": {
+            code: definition for code, definition in shown_codes(references=references).items()
+            if any(code in entry["modes"] for entry in modes.values())
+        },
         "comparability": comparability(run),
         "called": how_called(run),
         "progress": run_progress_data(run),

@@ -112,3 +112,18 @@ def test_classify_episodes_classifies_the_ended_episodes_not_classified_yet(benc
     call_command("classify_episodes", "--run", str(bench.beta.pk), "--again", "--json", stdout=everything,
                  stderr=StringIO())
     assert json.loads(everything.getvalue()) == report  # classified again, alike
+
+
+@override_settings(EEGAB_PUBLIC_REFERENCES=False)
+def test_the_run_page_gives_each_mode_s_share_per_task(client, bench):
+    classified(bench.episode(bench.beta, "T5"))
+    classified(bench.episode(bench.beta, "T3"), modes=[{"code": "repeated_call", "steps": [3]}], coverage=1.0)
+    Episode.objects.filter(run=bench.beta, failure_modes__isnull=True).update(failure_modes=[])
+    ended = Episode.objects.filter(run=bench.beta, status__in=("completed", "failed")).count()
+    response = client.get(reverse("leaderboard:run", args=[bench.beta.pk]))
+    shares = response.context["failure_modes"]
+    assert shares["T5"] == {"n": 1, "modes": {"repeated_call": 1.0}}  # missed_all_seizures: not public here
+    assert shares["all"]["n"] == ended and shares["all"]["modes"]["repeated_call"] == pytest.approx(2 / ended)
+    html = response.content.decode()
+    assert 'id="failure-modes"' in html and '<a href="?failure_mode=repeated_call#episodes">' in html
+    assert "missed_all_seizures" not in html
