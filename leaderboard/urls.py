@@ -8,6 +8,7 @@ from leaderboard.explorer import views as explorer
 from leaderboard.items import views as items
 from leaderboard.run_pages import control
 from leaderboard.run_pages import views as run_pages
+from leaderboard.search import views as search
 
 app_name = "leaderboard"
 
@@ -25,6 +26,7 @@ urlpatterns = [
     path("runs/<int:pk>/progress.json", run_pages.run_progress, name="run_progress"),
     path("runs/<int:pk>/cancel/", control.run_cancel, name="run_cancel"),
     path("runs/<int:pk>/resume/", control.run_resume, name="run_resume"),
+    path("episodes/", search.episodes, name="episodes"),
     path("episodes/compare/", explorer.compare, name="compare"),
     path("episodes/<int:pk>/", explorer.episode, name="episode"),
     path("episodes/<int:pk>/steps/<int:index>/", explorer.episode_step, name="episode_step"),

@@ -11,6 +11,8 @@ from leaderboard.board.published import PAPER_BOARD
 from leaderboard.board.ranking import SOURCES, WEIGHTS
 from leaderboard.board.serializers import CostField, MetricsField
 from leaderboard.items.selectors import FLAG_FILTERS, RUN_CHOICES, SORTS
+from leaderboard.search.forms import EpisodeSearchForm
+from leaderboard.search.selectors import search_row
 from runs.models import TOKEN_FIELDS, Status
 from runs.redaction import public_episode_error, public_error
 
@@ -41,6 +43,22 @@ class ItemQuerySerializer(serializers.Serializer):
     runs = serializers.ChoiceField(choices=RUN_CHOICES, required=False)
     sort = serializers.ChoiceField(choices=SORTS, default="discrimination")
     flag = serializers.ChoiceField(choices=FLAG_FILTERS, required=False)
+
+
+class EpisodeQuerySerializer(serializers.Serializer):
+    """``/api/episodes/``'s query: the ``/episodes/`` page's filters, validated by its form (one definition for both).
+
+    The context gives ``staff`` and ``references`` (the suites and outcomes offered, as on the page).
+    """
+
+    def to_internal_value(self, data):
+        form = EpisodeSearchForm(data, staff=self.context["staff"], references=self.context["references"])
+        if not form.is_valid():
+            raise serializers.ValidationError({
+                "non_field_errors" if field == "__all__" else field: list(errors)
+                for field, errors in form.errors.items()
+            })
+        return form.selection()
 
 
 # ── output ──────────────────────────────────────────────────────────────────────────────────
@@ -123,6 +141,13 @@ class EpisodeRowSerializer(serializers.Serializer):
     def get_epoch(self, row) -> int | None:
         """The play of its instance it is (0-based); null for a visitor while the episode has not ended."""
         return row.epoch if self.context.get("staff") or row.status in ENDED else None
+
+
+class EpisodeSearchRowSerializer(serializers.BaseSerializer):
+    """An episode found by the search, ``search.selectors.search_row`` as this visitor may see it (``references``)."""
+
+    def to_representation(self, episode):
+        return search_row(episode, references=self.context["references"])
 
 
 class RunDetailSerializer(serializers.Serializer):

@@ -10,6 +10,7 @@ endpoints = [
     path("runs/", views.RunListView.as_view(), name="runs"),
     path("runs/compare/", views.RunComparisonView.as_view(), name="compare_runs"),
     path("runs/<int:run_id>/", views.RunDetailView.as_view(), name="run"),
+    path("episodes/", views.EpisodeListView.as_view(), name="episodes"),
     path("episodes/<int:episode_id>/", views.EpisodeDetailView.as_view(), name="episode"),
     path("tasks/", views.TaskListView.as_view(), name="tasks"),
     path("instances/", views.InstanceListView.as_view(), name="instances"),

@@ -35,6 +35,7 @@ from leaderboard.board.serializers import LeaderboardSerializer
 from leaderboard.comparison import selectors as comparison_reads
 from leaderboard.items import selectors as item_reads
 from leaderboard.run_pages import selectors as run_reads
+from leaderboard.search.selectors import episode_search
 from runs.models import Episode, Run
 
 PATH_PARAMETER = re.compile(r"<(?:\w+:)?(\w+)>")
@@ -47,8 +48,8 @@ class Pagination(PageNumberPagination):
     max_page_size = 500
 
 
-def _query(serializer_class, request) -> dict:
-    query = serializer_class(data=request.query_params)
+def _query(serializer_class, request, **context) -> dict:
+    query = serializer_class(data=request.query_params, context=context)
     query.is_valid(raise_exception=True)
     return query.validated_data
 
@@ -201,6 +202,41 @@ class EpisodeDetailView(Endpoint):
         context = {"scores_visible": shows_references(request, detail.episode.run.suite), "staff": is_staff(request)}
         data = serializers.EpisodeDetailSerializer(detail, context=context).data
         return Response(data)
+
+
+class EpisodeListView(Endpoint):
+    """``GET /api/episodes/[?suite=S][&task=Tn][&model=M][&run=ID][&…][&q=TEXT][&sort=…]``: episodes across runs.
+
+    Every ended episode (completed, failed, cancelled) a visitor may see: none of a suite whose
+    references are held out; staff get every episode, a running one too. The filters, each
+    optional, are those of the ``/episodes/`` page: ``suite`` (a name: one that does not exist, or
+    is held out from this visitor, is a 404), ``task`` (T1–T6), ``model`` (a model's name), ``run``
+    (an id), ``outcome`` (``missing`` or ``error``, and ``correct`` or ``wrong`` where references are
+    shown), ``ended_by``, ``failure_mode`` (a code of docs/failure_modes.md; those telling the reference
+    only where references are shown), ``tool`` (a tool the episode called at least ``tool_min`` times,
+    1 by default), the inclusive ranges ``tool_calls_min``/``_max``, ``turns_min``/``_max``,
+    ``tokens_min``/``_max`` (prompt + completion) and ``coverage_min``/``_max`` (evidence coverage, 0 to 1),
+    and ``q``, text in the model's replies (or in the record id). Any other value is a 400 naming the field.
+    Paginated (``page``, ``page_size``).
+
+    ``sort``: newest first by default, or ``n_tool_calls``, ``tokens``, ``coverage``, descending with a
+    leading "-". Each row: ``id``, ``run`` (its id), ``model``, ``suite``, ``task``, ``record_id``,
+    ``outcome`` (correct, wrong, missing, error; ``answered`` in place of correct and wrong where
+    references are not shown; a running episode's status), ``ended_by``, ``failure_modes`` (codes),
+    ``n_turns``, ``n_tool_calls``, ``tokens``, ``evidence_coverage`` (null: not a signal episode, or not
+    classified) and ``finished_at``.
+    """
+
+    def get(self, request):
+        staff, references = is_staff(request), shows_references(request)
+        try:
+            query = _query(serializers.EpisodeQuerySerializer, request, staff=staff, references=references)
+        except ValidationError as exc:
+            if "suite" in exc.detail:
+                raise NotFound(f"no suite {request.query_params['suite']}") from None
+            raise
+        return _paginated(self, episode_search(request, **query), serializers.EpisodeSearchRowSerializer,
+                          references=references)
 
 
 class TaskListView(Endpoint):

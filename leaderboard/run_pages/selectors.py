@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Sum
+from django.db.models import Count, Q, QuerySet, Sum
 from django.http import HttpRequest
 
 from benchmark.models import Release
@@ -19,8 +19,9 @@ from leaderboard.formats import seizure_counts_text
 from leaderboard.models import RunSummary
 from leaderboard.outcomes import shown_outcome, with_outcome
 from leaderboard.run_pages.forms import EpisodeFilterForm
+from leaderboard.search.selectors import narrowed
 from leaderboard.summaries.scoring import current_summary, item_score
-from runs.models import FINISHED, TOKEN_FIELDS, Episode, Run, Status, Step
+from runs.models import FINISHED, TOKEN_FIELDS, Episode, Run, Status
 from runs.queue.dispatch import workers_alive
 
 
@@ -146,25 +147,10 @@ def filtered_episodes(request: HttpRequest, run: Run, form: EpisodeFilterForm):
     )
     if not form.is_valid():
         return episodes
-    data = form.cleaned_data
-    if data["task"]:
-        episodes = episodes.filter(instance__task__code=data["task"])
-    if data["outcome"]:
-        episodes = episodes.filter(outcome=data["outcome"])
-    if data["ended_by"]:
-        episodes = episodes.filter(ended_by=data["ended_by"])
-    if data["failure_mode"]:
-        episodes = episodes.filter(failure_codes__contains=f" {data['failure_mode']} ")
-    if data["q"]:
-        # A search looks only into episodes this visitor may see: never into one that has not ended. Errors
-        # hold what only staff read (tracebacks, a model provider's words): nobody else searches them.
-        text = data["q"]
-        searched = Q(text__icontains=text) | Q(reasoning__icontains=text)
-        if is_staff(request):
-            searched |= Q(error__icontains=text)
-        matching_steps = Step.objects.filter(episode=OuterRef("pk")).filter(searched)
-        episodes = visible_episodes(request, episodes).filter(Q(Exists(matching_steps)) | Q(record_id__icontains=text))
-    return episodes
+    if form.cleaned_data["q"]:
+        # A search looks only into episodes this visitor may see: never into one that has not ended.
+        episodes = visible_episodes(request, episodes)
+    return narrowed(episodes, staff=is_staff(request), **form.cleaned_data)
 
 
 def has_scores(completeness: dict) -> bool:

@@ -2,7 +2,7 @@
 
 Each module belongs to a layer: pure code (no database: statistics, the plotly look, the shortcut
 audit's rules), data (the models, the episode outcome rule, who sees what, a run's summary), then
-the rooms in order (audit, board, analysis, items, comparison, explorer, run pages, play, API), and at the top
+the rooms in order (audit, board, analysis, items, comparison, search, explorer, run pages, play, API), and at the top
 Django's fixed places (URLs, admin, receivers, app config, template tags, commands). A module imports
 modules of its own layer or below, never a ``views`` module (only ``urls`` modules route to views),
 never another module's private name; no modules import one another in a circle, and none is over
@@ -17,9 +17,9 @@ import leaderboard
 from tests import layers
 from tests.layers import circles
 
-PURE, DATA, AUDIT, BOARD, ANALYSIS, ITEMS, COMPARISON, EXPLORER, RUN_PAGES, PLAY, API, TOP = range(12)
-LAYER_NAMES = ["pure code", "data", "audit", "board", "analysis", "items", "comparison", "explorer", "run pages",
-               "play", "API", "top"]
+PURE, DATA, AUDIT, BOARD, ANALYSIS, ITEMS, COMPARISON, SEARCH, EXPLORER, RUN_PAGES, PLAY, API, TOP = range(13)
+LAYER_NAMES = ["pure code", "data", "audit", "board", "analysis", "items", "comparison", "search", "explorer",
+               "run pages", "play", "API", "top"]
 
 #: Every module of leaderboard/ (migrations aside), by dotted name below ``leaderboard.``, and its layer.
 LAYERS = {
@@ -63,6 +63,10 @@ LAYERS = {
     "comparison": COMPARISON,
     "comparison.selectors": COMPARISON,
     "comparison.views": COMPARISON,
+    "search": SEARCH,
+    "search.selectors": SEARCH,
+    "search.forms": SEARCH,
+    "search.views": SEARCH,
     "explorer": EXPLORER,
     "explorer.signal": EXPLORER,
     "explorer.reads": EXPLORER,

@@ -255,8 +255,8 @@ def test_api_index_lists_every_endpoint_with_its_address(client, db):
     assert endpoints["leaderboard"]["url"] == "http://testserver/api/leaderboard/"
     assert endpoints["run"]["url"] == "http://testserver/api/runs/{run_id}/"
     assert endpoints["episode"]["url"] == "http://testserver/api/episodes/{episode_id}/"
-    assert set(endpoints) == {"leaderboard", "runs", "compare_runs", "run", "episode", "tasks", "instances", "items",
-                              "environment"}
+    assert set(endpoints) == {"leaderboard", "runs", "compare_runs", "run", "episodes", "episode", "tasks", "instances",
+                              "items", "environment"}
     assert endpoints["compare_runs"]["url"] == "http://testserver/api/runs/compare/"
     assert endpoints["environment"]["url"] == "http://testserver" + reverse("env:runs")
     assert endpoints["runs"]["methods"] == ["GET"]
@@ -264,7 +264,8 @@ def test_api_index_lists_every_endpoint_with_its_address(client, db):
     for name, endpoint in endpoints.items():
         assert endpoint["description"] and "``" not in endpoint["description"], name
         if "{" not in endpoint["url"] and name != "environment":
-            query = {"suite": "paper", "task": "T1", "a": 1, "b": 2}  # what /api/instances/, items/, runs/compare/ take
+            # what /api/instances/, items/, runs/compare/ and episodes/ take (an unknown suite: 404 on each)
+            query = {"suite": "paper", "task": "T1", "a": 1, "b": 2}
             assert client.get(endpoint["url"], query, HTTP_ACCEPT="application/json").status_code in (
                 200, 404), name  # a real address (the paper's board need not be imported)
 

@@ -1,0 +1,1 @@
+"""Search across runs: every ended episode a visitor may see, filtered and sorted (/episodes/, /api/episodes/)."""
