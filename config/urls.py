@@ -3,8 +3,13 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.shortcuts import redirect
 from django.templatetags.static import static
-from django.urls import include, path
+from django.urls import include, path, register_converter
 from django.views.decorators.http import require_safe
+
+from config.ids import IdConverter
+
+# Before the routes that name it are read (the includes below).
+register_converter(IdConverter, "id")
 
 
 @require_safe

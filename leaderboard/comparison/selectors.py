@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from django.http import QueryDict
 
 from benchmark.models import Instance, Release
+from config.ids import query_id
 from leaderboard.summaries.pairs import CHANGES, Comparison, InstancePair, compare_summaries
 from leaderboard.summaries.scoring import current_summary, stored_summary
 from runs.models import Run
@@ -36,9 +37,10 @@ def _run_id(value: str, name: str) -> int:
     value = (value or "").strip()
     if not value:
         raise ComparisonError(f"Choose run {name.upper()}: ?a=<run id>&b=<run id>.")
-    if not value.isdigit():
+    run_id = query_id(value)
+    if run_id is None:
         raise ComparisonError(f"Run {name.upper()} must be a run's number, not {value[:40]!r}.")
-    return int(value)
+    return run_id
 
 
 def chosen_ids(query: QueryDict) -> tuple[int, int]:
@@ -59,7 +61,8 @@ def compared_runs(a_id: int, b_id: int) -> tuple[Run, Run]:
         raise ComparisonError(f"Runs A and B are both run {a_id}: choose two runs.")
     runs = {
         run.pk: run
-        for run in Run.objects.select_related("model", "suite__release").defer(*Release.unread("suite__release"))
+        for run in Run.objects.select_related("model", "suite__release", "leaderboard_summary")
+        .defer(*Release.unread("suite__release"))
         .filter(pk__in=(a_id, b_id))
     }
     missing = [run_id for run_id in (a_id, b_id) if run_id not in runs]

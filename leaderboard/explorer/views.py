@@ -6,6 +6,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_safe
 
+from config.ids import query_id
 from leaderboard.access import (
     is_staff,
     shows_references,
@@ -90,11 +91,6 @@ def episode_signal(request: HttpRequest, pk: int, index: int) -> JsonResponse:
 COMPARE_HINT = "Give two episode ids, the numbers in the episodes' addresses (/episodes/<id>/), as ?a=12&b=15."
 
 
-def _episode_id(value: str) -> int | None:
-    """An episode id from the query string; None when ``value`` is not a positive whole number."""
-    return int(value) if value.isascii() and value.isdigit() and int(value) > 0 else None
-
-
 def _compare_error(given: dict[str, str], ids: dict[str, int | None]) -> str:
     """What is wrong with the ids given to the compare view; empty when they can be looked up."""
     for key in ("a", "b"):
@@ -115,7 +111,7 @@ def compare(request: HttpRequest) -> HttpResponse:
     (400). An episode that does not exist, or that a visitor may not see yet, is a 404 like any other.
     """
     given = {key: request.GET.get(key, "").strip() for key in ("a", "b")}
-    ids = {key: _episode_id(value) for key, value in given.items()}
+    ids = {key: query_id(value) for key, value in given.items()}
     error = _compare_error(given, ids)
     if error or not given["a"]:
         status = 400 if error else 200

@@ -3,6 +3,7 @@ from django import forms
 
 from benchmark.models import ModelSpec, Suite
 from benchmark.scoring import TASK_IDS
+from config.ids import MAX_ID
 from leaderboard.analysis.failure_modes import shown_codes
 from leaderboard.search.selectors import RANGES, SORTS
 from runs.models import Episode
@@ -25,20 +26,20 @@ class EpisodeSearchForm(forms.Form):
     suite = forms.ChoiceField(required=False)
     task = forms.ChoiceField(choices=[("", "all tasks"), *((code, code) for code in TASK_IDS)], required=False)
     model = forms.ChoiceField(required=False)
-    run = forms.IntegerField(min_value=1, required=False)
+    run = forms.IntegerField(min_value=1, max_value=MAX_ID, required=False)
     outcome = forms.ChoiceField(required=False)
     ended_by = forms.ChoiceField(choices=[("", "however it ended"), *Episode.EndedBy.choices], required=False,
                                  label="ended by")
     failure_mode = forms.ChoiceField(required=False, label="failure mode")
     tool = forms.ChoiceField(choices=[("", "any tool"), *((name, name) for name in TOOL_NAMES)], required=False,
                              label="used the tool")
-    tool_min = forms.IntegerField(min_value=1, required=False, label="at least (times)")
-    tool_calls_min = forms.IntegerField(min_value=0, required=False, label="tool calls from")
-    tool_calls_max = forms.IntegerField(min_value=0, required=False, label="tool calls to")
-    turns_min = forms.IntegerField(min_value=0, required=False, label="turns from")
-    turns_max = forms.IntegerField(min_value=0, required=False, label="turns to")
-    tokens_min = forms.IntegerField(min_value=0, required=False, label="tokens from")
-    tokens_max = forms.IntegerField(min_value=0, required=False, label="tokens to")
+    tool_min = forms.IntegerField(min_value=1, max_value=MAX_ID, required=False, label="at least (times)")
+    tool_calls_min = forms.IntegerField(min_value=0, max_value=MAX_ID, required=False, label="tool calls from")
+    tool_calls_max = forms.IntegerField(min_value=0, max_value=MAX_ID, required=False, label="tool calls to")
+    turns_min = forms.IntegerField(min_value=0, max_value=MAX_ID, required=False, label="turns from")
+    turns_max = forms.IntegerField(min_value=0, max_value=MAX_ID, required=False, label="turns to")
+    tokens_min = forms.IntegerField(min_value=0, max_value=MAX_ID, required=False, label="tokens from")
+    tokens_max = forms.IntegerField(min_value=0, max_value=MAX_ID, required=False, label="tokens to")
     coverage_min = forms.FloatField(min_value=0, max_value=1, required=False, label="evidence coverage from")
     coverage_max = forms.FloatField(min_value=0, max_value=1, required=False, label="evidence coverage to")
     q = forms.CharField(max_length=200, required=False, label="text in the model's replies")

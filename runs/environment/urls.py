@@ -7,6 +7,6 @@ app_name = "env"
 
 urlpatterns = [
     path("runs/", api.RunListView.as_view(), name="runs"),
-    path("runs/<int:run_id>/episodes/", api.EpisodeStartView.as_view(), name="episodes"),
-    path("episodes/<int:episode_id>/actions/", api.ActionView.as_view(), name="actions"),
+    path("runs/<id:run_id>/episodes/", api.EpisodeStartView.as_view(), name="episodes"),
+    path("episodes/<id:episode_id>/actions/", api.ActionView.as_view(), name="actions"),
 ]

@@ -119,6 +119,11 @@ def test_runs_that_cannot_be_compared_get_the_form_again_with_the_reason(client,
     assert response.status_code == 400 and "only runs on the same suite" in response.content.decode()
     assert client.get(URL, {"a": weak.pk, "b": weak.pk}).status_code == 400
     assert client.get(URL, {"a": "x1", "b": weak.pk}).status_code == 400
+    for beyond in ("9" * 25, "²", "0"):  # beyond a 64-bit id, a digit that is not ASCII, no row id
+        assert client.get(URL, {"a": beyond, "b": weak.pk}).status_code == 400
+        assert client.get(API, {"a": beyond, "b": weak.pk}).status_code == 400
+    assert client.get(f"/runs/{'9' * 25}/").status_code == 404  # routes take ids the database can hold
+    assert client.get(f"/api/runs/{'9' * 25}/").status_code == 404
     assert client.get(URL, {"a": weak.pk}).status_code == 400
     assert client.get(URL, {"a": weak.pk, "b": 999999}).status_code == 404
     assert client.get(URL).status_code == 200  # the form

@@ -172,6 +172,8 @@ def test_the_api_gives_each_row_its_fields(client, marked):
     ({"tool_calls_min": -1}, "tool_calls_min"),
     ({"turns_min": 5, "turns_max": 2}, "turns_max"),
     ({"tokens_max": "many"}, "tokens_max"),
+    ({"tokens_max": "9" * 25}, "tokens_max"),  # beyond what the database compares: refused, not an error page
+    ({"run": "9" * 25}, "run"),
     ({"coverage_min": 1.5}, "coverage_min"),
     ({"sort": "cost"}, "sort"),
 ])  # fmt: skip
