@@ -17,14 +17,15 @@ def query_id(value: str) -> int | None:
 
 
 class IdConverter:
-    """``<id:name>``: a row id, ``query_id``'s rule (0 and numbers beyond ``MAX_ID`` match nothing)."""
+    """``<id:name>``: a row id or a 0-based position (a step's index), a whole number up to ``MAX_ID``;
+    a larger one matches no route."""
 
     regex = "[0-9]{1,19}"
 
     def to_python(self, value: str) -> int:
-        number = query_id(value)
-        if number is None:
-            raise ValueError(f"{value} is not a row id")
+        number = int(value)
+        if number > MAX_ID:
+            raise ValueError(f"{value} is beyond a 64-bit id")
         return number
 
     def to_url(self, value) -> str:

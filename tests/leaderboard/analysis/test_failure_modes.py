@@ -163,6 +163,7 @@ def test_the_page_shows_modes_per_model_coverage_against_score_and_every_codes_d
     figures, html = response.context["figures"], section(response.content.decode())
     for figure in ("analysis-failure-modes", "analysis-coverage-t5", "analysis-coverage-t6"):
         assert f'<div class="chart" data-figure="{figure}"' in html, figure
+    assert f'<a href="{reverse("leaderboard:episodes")}" id="search-episodes">' in html  # the search across runs
     heatmap = figures["failure_modes"]["data"][0]
     assert heatmap["y"] == ["Alpha-1", "Beta-2"]
     assert heatmap["x"] == [code for code in CODES if code in {*counted(alpha)["all"]["modes"],
