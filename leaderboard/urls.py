@@ -27,6 +27,7 @@ urlpatterns = [
     path("runs/<id:pk>/cancel/", control.run_cancel, name="run_cancel"),
     path("runs/<id:pk>/resume/", control.run_resume, name="run_resume"),
     path("episodes/", search.episodes, name="episodes"),
+    re_path(r"^episodes/export\.(?P<fmt>csv|jsonl)$", search.export, name="episodes_export"),
     path("episodes/compare/", explorer.compare, name="compare"),
     path("episodes/<id:pk>/", explorer.episode, name="episode"),
     path("episodes/<id:pk>/steps/<id:index>/", explorer.episode_step, name="episode_step"),

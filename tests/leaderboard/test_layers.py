@@ -67,6 +67,7 @@ LAYERS = {
     "search.selectors": SEARCH,
     "search.forms": SEARCH,
     "search.views": SEARCH,
+    "search.export": SEARCH,
     "explorer": EXPLORER,
     "explorer.signal": EXPLORER,
     "explorer.reads": EXPLORER,

@@ -1,9 +1,15 @@
 """The search across runs (/episodes/, /api/episodes/): each filter finds its episodes, only those a visitor may see."""
+import csv
+import io
+import json
+
 import pytest
 from django.test import override_settings
 from django.urls import reverse
 
 from benchmark.models import Suite
+from leaderboard.search import export as search_export
+from leaderboard.search.export import COLUMNS
 from runs.models import Episode, Status, Step
 from tests.leaderboard.boards import add_run, model_spec, official_suite
 
@@ -232,3 +238,77 @@ def test_a_page_costs_the_same_queries_however_many_runs(client, db, django_asse
 
 PAGE_QUERIES = 4  # the form's suites and models, the count, the page
 API_QUERIES = 4  # the same: the query's suites and models, the count, the page
+
+
+# ── the exports ──────────────────────────────────────────────────────────────────────────────
+
+
+def exported(client, fmt: str, **query):
+    response = client.get(reverse("leaderboard:episodes_export", args=[fmt]), query)
+    assert response.status_code == 200 and response.streaming
+    text = b"".join(response.streaming_content).decode()
+    assert response["Content-Disposition"] == f'attachment; filename="eegagentbench-episodes.{fmt}"'
+    return response, text
+
+
+def api_rows(client, **query) -> list[dict]:
+    return client.get(reverse("api:episodes"), {**query, "page_size": 500}).json()["results"]
+
+
+@pytest.mark.parametrize("query", [{}, {"task": "T5"}, {"failure_mode": "repeated_call"}, {"sort": "-coverage"}])
+def test_the_jsonl_export_holds_the_searchs_rows_in_its_order_with_each_episodes_address(client, marked, query):
+    response, text = exported(client, "jsonl", **query)
+    assert response["Content-Type"] == "application/jsonl; charset=utf-8"
+    lines = [json.loads(line) for line in text.splitlines()]
+    assert text.endswith("\n") and len(lines) == len(api_rows(client, **query))
+    for line, row in zip(lines, api_rows(client, **query), strict=True):
+        assert list(line) == list(COLUMNS)
+        assert line == row | {"url": f"http://testserver/episodes/{row['id']}/"}
+
+
+def test_the_csv_export_holds_the_same_rows_with_modes_space_separated(client, marked):
+    response, text = exported(client, "csv", task="T5")
+    assert response["Content-Type"] == "text/csv; charset=utf-8"
+    header, *lines = list(csv.reader(io.StringIO(text)))
+    assert header == list(COLUMNS)
+    rows = api_rows(client, task="T5")
+    assert [int(line[0]) for line in lines] == [row["id"] for row in rows]
+    beta = dict(zip(header, lines[[row["model"] for row in rows].index(BETA)], strict=True))
+    assert beta["failure_modes"] == "false_alarm low_coverage" and beta["evidence_coverage"] == "0.2"
+    assert beta["outcome"] == "correct" and beta["url"] == f"http://testserver/episodes/{beta['id']}/"
+    alpha_t3 = exported(client, "csv", task="T3", model=ALPHA)[1].splitlines()[1].split(",")
+    assert alpha_t3[COLUMNS.index("failure_modes")] == alpha_t3[COLUMNS.index("evidence_coverage")] == ""
+
+
+@override_settings(EEGAB_PUBLIC_REFERENCES=False)
+def test_an_export_shows_what_the_search_shows_this_visitor(client, marked, staff_user):
+    Suite.objects.create(name="hidden", release=marked.suite.release, references=Suite.References.HELD_OUT)
+    _, text = exported(client, "jsonl")
+    lines = [json.loads(line) for line in text.splitlines()]
+    assert {line["outcome"] for line in lines} <= {"answered", "missing", "error"}
+    assert "false_alarm" not in text and {"low_coverage"} in [set(line["failure_modes"]) for line in lines]
+    assert client.get(reverse("leaderboard:episodes_export", args=["csv"]), {"failure_mode": "false_alarm"}
+                      ).status_code == 400
+    Suite.objects.filter(pk=marked.suite.pk).update(references=Suite.References.HELD_OUT)
+    assert exported(client, "jsonl")[1] == "" and exported(client, "csv")[1] == ",".join(COLUMNS) + "\n"
+    client.force_login(staff_user)
+    assert "false_alarm" in exported(client, "jsonl")[1]
+
+
+def test_a_bad_filter_is_a_400_naming_each_field(client, bench):
+    response = client.get(reverse("leaderboard:episodes_export", args=["csv"]),
+                          {"task": "T9", "coverage_min": 2})
+    assert response.status_code == 400 and response["Content-Type"] == "text/plain; charset=utf-8"
+    assert [line.split(":")[0] for line in response.content.decode().splitlines()] == ["task", "coverage_min"]
+    assert client.get("/episodes/export.xlsx").status_code == 404
+
+
+def test_the_page_links_its_exports_with_its_filters_and_says_when_they_stop(client, marked, monkeypatch):
+    html = client.get(reverse("leaderboard:episodes"), {"task": "T5", "sort": "tokens"}).content.decode()
+    for fmt in ("csv", "jsonl"):
+        assert f'href="/episodes/export.{fmt}?task=T5&amp;sort=tokens" download' in html
+    assert "the first" not in html
+    monkeypatch.setattr(search_export, "MAX_EXPORTED", 3)
+    html = client.get(reverse("leaderboard:episodes")).content.decode()
+    assert "the first 3 of these episodes" in html
+    assert len(exported(client, "jsonl")[1].splitlines()) == 3
