@@ -242,7 +242,11 @@ class Episode(Usage):
         constraints = [
             models.UniqueConstraint(fields=["run", "instance", "epoch"], name="episode_one_per_instance_per_epoch"),
         ]
-        indexes = [models.Index(fields=["run", "status"], name="episode_run_status")]
+        indexes = [
+            models.Index(fields=["run", "status"], name="episode_run_status"),
+            # The search's default order, newest first: SQLite reads it backwards (PostgreSQL sorts the top rows).
+            models.Index(fields=["finished_at", "id"], name="episode_finished"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.run} · {self.instance}"
@@ -325,6 +329,8 @@ class Step(models.Model):
             models.UniqueConstraint(fields=["episode", "index"], name="step_index_unique_per_episode"),
             models.CheckConstraint(condition=Q(index__gte=0), name="step_index_non_negative"),
         ]
+        # An episode's steps of a kind (its replies, its calls of a tool) without reading the steps themselves.
+        indexes = [models.Index(fields=["episode", "kind", "tool_name"], name="step_episode_kind_tool")]
 
     def __str__(self) -> str:
         return f"{self.index} {self.kind}"

@@ -27,6 +27,12 @@ SORTS = {
     "-coverage": (F("evidence_coverage").desc(nulls_last=True), "-id"),
 }
 
+#: What ``search_row`` reads of an episode and its relations: all a search loads (an export reads thousands).
+ROW_FIELDS = (
+    "run__model__name", "run__suite__name", "instance__task__code", "record_id", "ended_by", "failure_modes",
+    "n_turns", "n_tool_calls", "evidence_coverage", "finished_at",
+)
+
 #: The ranges of the search: filter name → the episode's field (``tokens`` is annotated: prompt + completion).
 RANGES = {"tool_calls": "n_tool_calls", "turns": "n_turns", "tokens": "tokens", "coverage": "evidence_coverage"}
 
@@ -83,7 +89,7 @@ def episode_search(request: HttpRequest, *, suite: str = "", model: str = "", ru
     episodes = (
         with_outcome(episodes)
         .annotate(tokens=F("prompt_tokens") + F("completion_tokens"))
-        .defer("final_answer", "prediction", "error_message", "run__settings", "run__limits")
+        .only(*ROW_FIELDS)
     )
     episodes = chosen(episodes, run__suite__name=suite, run__model__name=model, run_id=run)
     if tool:

@@ -57,8 +57,10 @@ def export(request: HttpRequest, fmt: str) -> HttpResponse:
     if form.is_bound and not form.is_valid():
         problems = "".join(f"{field}: {' '.join(errors)}\n" for field, errors in form.errors.items())
         return HttpResponse(problems, status=400, content_type="text/plain; charset=utf-8")
+    # One reverse for every line: the episode's id is the path segment "0" stands for.
+    head, _, tail = request.build_absolute_uri(reverse("leaderboard:episode", args=[0])).rpartition("/0/")
     rows = exports.exported(episode_search(request, **form.selection()), references=shows_references(request),
-                            address=lambda pk: request.build_absolute_uri(reverse("leaderboard:episode", args=[pk])))
+                            address=lambda pk: f"{head}/{pk}/{tail}")
     response = StreamingHttpResponse(exports.LINES[fmt](rows), content_type=exports.FORMATS[fmt])
     response["Content-Disposition"] = f'attachment; filename="eegagentbench-episodes.{fmt}"'
     return response
