@@ -5,12 +5,18 @@ length), the paper's 29 published rows, and models × 1,072 episodes of ~10 step
 (bulk_create), plus one 100-step T5 episode with large tool results. Then it requests the
 leaderboard, the analysis page, three task pages, a run page and the 100-step episode with
 django.test.Client (and the matching API endpoints), first with ``--small`` models, then with
-``--models``, to show that the number of queries per page does not grow with the data.
+``--models``, to show that the number of queries per page does not grow with the data. Then it adds
+runs (without summaries) until the database holds ``--search-episodes`` episodes, and requests the
+search across runs (``/episodes/``, ``/api/episodes/``) with each kind of filter, and its exports.
+
+Episodes get failure modes and evidence coverage by rule (a share of each task's episodes per
+mode), as ``classify_episodes`` would store them.
 
 Targets: leaderboard, analysis and two full runs compared < 300 ms; episode < 500 ms and < 1.5 MB;
-queries constant.
+each search on 100,000 episodes < 500 ms, but a text in the replies < 1.5 s (no index serves a
+substring: every reply is read, ~110 MB on that database); queries constant.
 
-    python bench/web.py [--models 30] [--small 5] [--repeat 5] [--keep]
+    python bench/web.py [--models 30] [--small 5] [--search-episodes 100000] [--repeat 5] [--keep]
 """
 import argparse
 import os
@@ -25,6 +31,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 TARGETS_MS = {"leaderboard": 300, "analysis": 300, "episode": 500, "compare runs": 300}
+SEARCH_TARGET_MS = 500
+TEXT_SEARCH_TARGET_MS = 1500
 EPISODE_MAX_BYTES = 1_500_000
 STEPS_PER_EPISODE = 10
 LONG_EPISODE_STEPS = 100
@@ -66,6 +74,69 @@ def seed_models(suite, first: int, count: int) -> list:
         print(f"  model {index + 1:2d}: seeded in {seeded - started:5.2f} s, summary in {refreshed - seeded:5.2f} s",
               flush=True)
     return runs
+
+
+def seed_episodes(suite, first: int, episodes: int) -> int:
+    """Runs of more models (their summaries not refreshed: the search does not read them) until the
+    database holds ``episodes`` episodes; returns the number of models."""
+    from runs.models import Episode
+    from tests.leaderboard.boards import add_run, model_spec
+
+    index = first
+    while Episode.objects.count() < episodes:
+        add_run(suite=suite, model=model_spec(f"Bench model {index:02d}", family=f"Family {index % 6}"),
+                skill=0.3 + 0.6 * (index % 30) / 30, steps_per_episode=STEPS_PER_EPISODE, result_chars=600, seed=index)
+        index += 1
+    return index
+
+
+#: The failure modes the episodes get for the search, by the remainder of their id divided by ten:
+#: (remainder, tasks, codes). Signal episodes get an evidence coverage of (id mod 100) / 100.
+BENCH_MODES = (
+    (0, ("T2", "T3", "T4", "T5", "T6"), ("no_tool_call",)),
+    (1, ("T2", "T3", "T4", "T5", "T6"), ("repeated_call",)),
+    (2, ("T5",), ("low_coverage", "missed_all_seizures")),
+    (3, ("T6",), ("constant_hypnogram", "low_coverage")),
+    (4, ("T2", "T3", "T4", "T5", "T6"), ("tool_errors", "rescope_loop")),
+)
+
+
+def mark_failure_modes() -> None:
+    """Failure modes and evidence coverage stored on every episode by ``BENCH_MODES``, as classification stores them."""
+    from django.db.models import F, FloatField
+    from django.db.models.functions import Cast, Mod
+
+    from runs.episode.engine import failure_codes
+    from runs.models import Episode
+
+    Episode.objects.update(failure_modes=[], failure_codes=failure_codes([]), evidence_coverage=None)
+    Episode.objects.exclude(instance__task__code="T1").update(
+        evidence_coverage=Cast(Mod(F("id"), 100), FloatField()) / 100)
+    for remainder, tasks, codes in BENCH_MODES:
+        modes = [{"code": code, "steps": [2]} for code in codes]
+        Episode.objects.annotate(remainder=Mod(F("id"), 10)).filter(
+            remainder=remainder, instance__task__code__in=tasks).update(
+            failure_modes=modes, failure_codes=failure_codes(modes))
+
+
+def search_pages(run) -> dict[str, str]:
+    """The searches to measure: each kind of filter, a sort, a text found nowhere (every reply read), the exports."""
+    from django.urls import reverse
+
+    page, api = reverse("leaderboard:episodes"), reverse("api:episodes")
+    csv, jsonl = (reverse("leaderboard:episodes_export", args=[fmt]) for fmt in ("csv", "jsonl"))
+    return {
+        "search": page,
+        "search task+mode": f"{page}?task=T5&failure_mode=low_coverage",
+        "search outcome": f"{page}?outcome=wrong&task=T3",
+        "search tool ×3": f"{page}?tool=compute_windowed_features&tool_min=3",
+        "search ranges+sort": f"{page}?coverage_max=0.2&tool_calls_min=4&sort=-tokens",
+        "search run+model": f"{page}?run={run.pk}&model={run.model.name}&ended_by=final_answer",
+        "search text (none)": f"{page}?q=a+reply+nobody+wrote",
+        "api search": f"{api}?task=T6&sort=coverage&page_size=100",
+        "export csv (T5)": f"{csv}?task=T5&failure_mode=missed_all_seizures",
+        "export jsonl (run)": f"{jsonl}?run={run.pk}",
+    }
 
 
 def long_episode(run):
@@ -126,12 +197,13 @@ def measure(urls: dict[str, str], repeat: int) -> dict[str, dict]:
             with CaptureQueriesContext(connection) as captured:
                 started = time.perf_counter()
                 response = client.get(url, secure=True)
+                content = b"".join(response.streaming_content) if response.streaming else response.content
                 times.append((time.perf_counter() - started) * 1000)
             queries.append(len(captured))
         results[label] = {
             "median_ms": statistics.median(times),
             "max_ms": max(times),
-            "bytes": len(response.content),
+            "bytes": len(content),
             "queries": max(queries),
         }
     return results
@@ -174,6 +246,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", type=int, default=30, help="models on the large database (default 30)")
     parser.add_argument("--small", type=int, default=5, help="models on the small database (default 5)")
+    parser.add_argument("--search-episodes", type=int, default=100_000,
+                        help="episodes on the database the search is measured on (default 100,000)")
     parser.add_argument("--repeat", type=int, default=5, help="timed requests per page (default 5)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary database and print its path")
     args = parser.parse_args()
@@ -185,7 +259,11 @@ def main() -> None:
     try:
         configure(database)
         from leaderboard.board.published import import_published
+        from runs.models import Episode, Step
         from tests.leaderboard.boards import official_suite
+
+        def described(n_models: int) -> str:
+            return f"{n_models} models, {Episode.objects.count():,} episodes, {Step.objects.count():,} steps"
 
         started = time.perf_counter()
         suite = official_suite(epochs_per_night=None)
@@ -194,38 +272,54 @@ def main() -> None:
               f"{time.perf_counter() - started:.1f} s")
         runs = seed_models(suite, 0, args.small)
         episode = long_episode(runs[0])
-        urls = pages(runs[0], episode, runs[1])
+        urls, searches = pages(runs[0], episode, runs[1]), search_pages(runs[0])
 
         sizes = {}
         for n_models in (args.small, args.models):
             if n_models > len(runs):
                 runs += seed_models(suite, len(runs), n_models - len(runs))
-            from runs.models import Episode, Step
-
-            label = f"{n_models} models, {Episode.objects.count():,} episodes, {Step.objects.count():,} steps"
+            mark_failure_modes()
+            label = described(n_models)
             print(f"\nMeasuring with {label} ({database.stat().st_size / 1e6:.0f} MB database)", flush=True)
-            sizes[n_models] = (label, measure(urls, args.repeat), selector_times(runs[0], episode, runs[1], args.repeat))
+            sizes[n_models] = (label, measure(urls | searches, args.repeat),
+                               selector_times(runs[0], episode, runs[1], args.repeat))
+
+        started = time.perf_counter()
+        n_models = seed_episodes(suite, len(runs), args.search_episodes)
+        mark_failure_modes()
+        searched_on = described(n_models)
+        print(f"\nSeeded to {searched_on} in {time.perf_counter() - started:.0f} s "
+              f"({database.stat().st_size / 1e6:.0f} MB database); measuring the search", flush=True)
+        searched = measure(searches, args.repeat)
 
         small, large = sizes[args.small][1], sizes[args.models][1]
-        print(f"\n{'page':18s} {'median ms':>10s} {'max ms':>8s} {'KB':>8s} "
-              f"{'queries @' + str(args.small):>11s} {'@' + str(args.models):>5s}  target")
         failures = []
-        for page, result in large.items():
-            target = TARGETS_MS.get(page)
-            notes = []
-            if target is not None:
-                ok = result["median_ms"] < target
-                notes.append(f"< {target} ms {'ok' if ok else 'MISSED'}")
-                failures += [] if ok else [f"{page} time"]
-            if page == "episode":
-                ok = result["bytes"] < EPISODE_MAX_BYTES
-                notes.append(f"< 1.5 MB {'ok' if ok else 'MISSED'}")
-                failures += [] if ok else ["episode weight"]
-            constant = small[page]["queries"] == result["queries"]
-            notes.append("queries constant" if constant else "QUERIES GROW")
-            failures += [] if constant else [f"{page} queries"]
-            print(f"{page:18s} {result['median_ms']:10.1f} {result['max_ms']:8.1f} {result['bytes'] / 1024:8.1f} "
-                  f"{small[page]['queries']:11d} {result['queries']:5d}  {', '.join(notes)}")
+
+        def report(results: dict, baseline: dict, targets: dict, baseline_label: str, label: str) -> None:
+            print(f"\n{'page':20s} {'median ms':>10s} {'max ms':>8s} {'KB':>9s} "
+                  f"{'queries @' + baseline_label:>11s} {'@' + label:>7s}  target")
+            for page, result in results.items():
+                target = targets.get(page)
+                notes = []
+                if target is not None:
+                    ok = result["median_ms"] < target
+                    notes.append(f"< {target} ms {'ok' if ok else 'MISSED'}")
+                    failures.extend([] if ok else [f"{page} time"])
+                if page == "episode":
+                    ok = result["bytes"] < EPISODE_MAX_BYTES
+                    notes.append(f"< 1.5 MB {'ok' if ok else 'MISSED'}")
+                    failures.extend([] if ok else ["episode weight"])
+                constant = baseline[page]["queries"] == result["queries"]
+                notes.append("queries constant" if constant else "QUERIES GROW")
+                failures.extend([] if constant else [f"{page} queries"])
+                print(f"{page:20s} {result['median_ms']:10.1f} {result['max_ms']:8.1f} {result['bytes'] / 1024:9.1f} "
+                      f"{baseline[page]['queries']:11d} {result['queries']:7d}  {', '.join(notes)}")
+
+        print(f"\nPages and API at {sizes[args.models][0]}:")
+        report({page: large[page] for page in urls}, small, TARGETS_MS, str(args.small), str(args.models))
+        print(f"\nThe search at {searched_on}:")
+        search_targets = dict.fromkeys(searches, SEARCH_TARGET_MS) | {"search text (none)": TEXT_SEARCH_TARGET_MS}
+        report(searched, small, search_targets, str(args.small), str(n_models))
         print(f"\nSelectors alone, median ms ({sizes[args.models][0]}):")
         for label, value in sizes[args.models][2].items():
             print(f"  {label:20s} {value:8.1f}")
