@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from django.db.backends.signals import connection_created
 
 from benchmark.models import Instance, ModelSpec, Release, Suite, Task
 from benchmark.wording import OFFICIAL_PACKAGE
@@ -17,6 +18,22 @@ STANDIN = Path(__file__).resolve().parent / "official_standin"
 
 # Key variables the tests' runs name, besides the providers' usual ones.
 TEST_KEY_ENVS = ("FAKE_LLM_KEY", "SCRIPTED_KEY", "UNSET_TEST_API_KEY")
+
+
+#: How long a statement of the tests waits for a lock another connection holds (PostgreSQL): a test
+#: blocked by a connection left in a transaction fails, naming the statement, instead of hanging the
+#: suite until CI's time runs out. pyproject.toml's ``faulthandler_timeout`` prints every thread's
+#: stack when a test runs longer than any should.
+LOCK_TIMEOUT = "120s"
+
+
+def _bounded_lock_waits(sender, connection, **kwargs):
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT set_config('lock_timeout', %s, false)", [LOCK_TIMEOUT])
+
+
+connection_created.connect(_bounded_lock_waits, dispatch_uid="tests-lock-timeout")
 
 
 @pytest.fixture(autouse=True, scope="session")
