@@ -303,7 +303,8 @@ class Step(models.Model):
         NUDGE = "nudge"
         ERROR = "error"
 
-    episode = models.ForeignKey(Episode, on_delete=models.CASCADE, related_name="steps")
+    # No index of its own: the unique (episode, index) and the (episode, kind, tool_name) index both lead with it.
+    episode = models.ForeignKey(Episode, on_delete=models.CASCADE, related_name="steps", db_index=False)
     index = models.PositiveIntegerField(help_text="0-based position in the episode.")
     kind = models.CharField(max_length=16, choices=Kind.choices)
     text = models.TextField(blank=True)
