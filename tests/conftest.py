@@ -20,20 +20,29 @@ STANDIN = Path(__file__).resolve().parent / "official_standin"
 TEST_KEY_ENVS = ("FAKE_LLM_KEY", "SCRIPTED_KEY", "UNSET_TEST_API_KEY")
 
 
-#: How long a statement of the tests waits for a lock another connection holds (PostgreSQL): a test
-#: blocked by a connection left in a transaction fails, naming the statement, instead of hanging the
-#: suite until CI's time runs out. pyproject.toml's ``faulthandler_timeout`` prints every thread's
-#: stack when a test runs longer than any should.
+#: Bounds on the tests' statements (PostgreSQL), so a test that would hang the suite until CI's time
+#: runs out fails instead, naming the statement: how long one waits for a lock another connection
+#: holds (a connection left in a transaction), and how long one runs at all. pyproject.toml's
+#: ``faulthandler_timeout`` prints every thread's stack when a test runs longer than any should.
 LOCK_TIMEOUT = "120s"
+STATEMENT_TIMEOUT = "300s"
+#: No nested-loop joins where another join will do. Autovacuum analyses the tables while a test's rows
+#: are still uncommitted, and so records them as empty; the planner then joins thousands of rows by
+#: nested loops over whole indexes, and an UPDATE filtered through a join ran for over ten minutes
+#: (tests/leaderboard/analysis/test_failure_modes.py, in CI and here). A hash join of the same rows takes
+#: milliseconds; a server whose statistics see committed rows never meets this.
+PLANNER_SETTINGS = {"enable_nestloop": "off"}
 
 
-def _bounded_lock_waits(sender, connection, **kwargs):
+def _bounded_statements(sender, connection, **kwargs):
     if connection.vendor == "postgresql":
+        settings = {"lock_timeout": LOCK_TIMEOUT, "statement_timeout": STATEMENT_TIMEOUT, **PLANNER_SETTINGS}
         with connection.cursor() as cursor:
-            cursor.execute("SELECT set_config('lock_timeout', %s, false)", [LOCK_TIMEOUT])
+            for name, value in settings.items():
+                cursor.execute("SELECT set_config(%s, %s, false)", [name, value])
 
 
-connection_created.connect(_bounded_lock_waits, dispatch_uid="tests-lock-timeout")
+connection_created.connect(_bounded_statements, dispatch_uid="tests-bounded-statements")
 
 
 @pytest.fixture(autouse=True, scope="session")
