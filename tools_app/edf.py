@@ -94,6 +94,7 @@ class EdfHeader:
     """
 
     patient: str
+    start: datetime | None
     header_bytes: int
     n_records: int
     record_duration: float
@@ -113,6 +114,17 @@ def _text(raw: bytes) -> str:
 
 def _number(raw: bytes) -> float:
     return float(_text(raw).replace(",", "."))
+
+
+def _start_time(day: str, clock: str) -> datetime | None:
+    """The recording's start from the header's ``dd.mm.yy`` and ``hh.mm.ss`` (years 85–99 are 19xx, as EDF
+    says); None when either cannot be read."""
+    try:
+        days, months, years = (int(part) for part in day.strip().split("."))
+        hours, minutes, seconds = (int(part) for part in clock.strip().split("."))
+        return datetime(years + (1900 if years >= 85 else 2000), months, days, hours, minutes, seconds)
+    except ValueError:
+        return None
 
 
 def read_edf_header(fid) -> EdfHeader:
@@ -149,6 +161,7 @@ def read_edf_header(fid) -> EdfHeader:
     try:
         return EdfHeader(
             patient=fixed[8:88].decode("latin-1").rstrip(),
+            start=_start_time(_text(fixed[168:176]), _text(fixed[176:184])),
             header_bytes=header_bytes,
             n_records=n_records,
             record_duration=record_duration,
@@ -319,6 +332,7 @@ class EdfRecording:
         self.n_times = int(n_records * self.samples_per_record)
         self.highpass, self.lowpass = _filters(header, not_stim, self.sfreq)
         self.subject_info = _subject_info(header.patient)
+        self.start_time = header.start
 
         physical_min = np.array(header.physical_min)[signals]
         digital_min = np.array(header.digital_min)[signals]
@@ -340,6 +354,9 @@ class EdfRecording:
         self.upsampled_channels = frozenset(
             i for i in range(len(signals)) if samples[i] != self.samples_per_record and i not in self._stim
         )
+        #: Each channel's rate and number of samples as the file stores them (before MNE's upsampling).
+        self.stored_rates = [float(count) / duration for count in samples]
+        self.stored_lengths = [int(n_records * count) for count in samples]
         self._record_offsets = np.concatenate([[0], np.cumsum(record_samples)])[signals]
         self._header_bytes = header.header_bytes
         self._records = np.ndarray(
@@ -386,6 +403,20 @@ class EdfRecording:
             else:
                 self._read_upsampled(channel, start, stop, out=out[row])
         return out
+
+    def read_stored(self, channel: int, start: int, stop: int) -> np.ndarray:
+        """Samples ``start:stop`` of ``channel`` as the file stores them, at its own rate (never upsampled).
+
+        ``0 <= start <= stop <= stored_lengths[channel]``; values in the channel's unit (volts for a
+        voltage), a stim channel's as event codes; a full-rate channel's equal :meth:`read`'s.
+        """
+        stored = int(self._samples[channel])
+        first, last = start // stored, -(-stop // stored)
+        values = self._physical(self._digital(channel, first, last).ravel(), channel)
+        values = values[start - first * stored : stop - first * stored]
+        if channel in self._stim:
+            values = np.bitwise_and(values.astype(int), STIM_MASK).astype(np.float64)
+        return values
 
     def _digital(self, channel: int, first_record: int, stop_record: int) -> np.ndarray:
         """Stored integers of ``channel`` in records ``first_record:stop_record``, shape (n_records, n).

@@ -98,6 +98,9 @@ class Recording:
         units=None,
         whole_read_channels=(),
         writes_into=False,
+        stored_rates=None,
+        stored_lengths=None,
+        read_stored=None,
     ):
         if len(ch_names) != len(ch_types):
             raise ValueError("ch_names and ch_types must have the same length.")
@@ -118,9 +121,17 @@ class Recording:
         self._bads = tuple(bads)
         self.whole_read_channels = frozenset(whole_read_channels)
         self._writes_into = bool(writes_into)
+        n_channels = len(self._ch_names)
+        self._stored_rates = tuple(float(rate) for rate in (stored_rates or [self.sfreq] * n_channels))
+        self._stored_lengths = tuple(int(length) for length in (stored_lengths or [self.n_times] * n_channels))
+        if len(self._stored_rates) != n_channels or len(self._stored_lengths) != n_channels:
+            raise ValueError("stored_rates and stored_lengths must give one value per channel.")
+        self._read_stored = read_stored
         # What identifies the file's content (tools_app.signal.stored.file_identity), for its kept
         # statistics; open_recording sets it, a recording over an array has none.
         self.identity = None
+        # When the recording started, where its file says (EDF); None otherwise.
+        self.start_time = None
 
     def __repr__(self):
         return (
@@ -198,6 +209,26 @@ class Recording:
             return self._read(list(picks), start, stop, out)
         return self._read(list(picks), start, stop)
 
+    @property
+    def stored_rates(self) -> list[float]:
+        """Each channel's sampling rate as the file stores it (an EDF channel MNE upsamples keeps its own)."""
+        return list(self._stored_rates)
+
+    @property
+    def stored_lengths(self) -> list[int]:
+        """Each channel's number of samples as the file stores it."""
+        return list(self._stored_lengths)
+
+    def read_stored(self, pick: int, start: int, stop: int) -> np.ndarray:
+        """Samples ``start:stop`` of channel index ``pick`` at its stored rate, in its unit (1-D float64).
+
+        ``0 <= start <= stop <= stored_lengths[pick]``. A channel stored at the recording's rate reads
+        as :meth:`get_data` reads it.
+        """
+        if self._read_stored is not None:
+            return self._read_stored(pick, start, stop)
+        return self._read([pick], start, stop)[0]
+
     def _pick_indices(self, picks) -> list[int]:
         if picks is None:
             return list(range(len(self._ch_names)))
@@ -259,7 +290,7 @@ def _open_npy(path: Path, metadata: dict) -> Recording:
 
 def _open_edf(path: Path, metadata: dict) -> Recording:
     edf = EdfRecording(path)
-    return Recording(
+    recording = Recording(
         sfreq=edf.sfreq,
         ch_names=edf.ch_names,
         ch_types=edf.ch_types,
@@ -271,7 +302,12 @@ def _open_edf(path: Path, metadata: dict) -> Recording:
         subject_info=edf.subject_info,
         whole_read_channels=edf.upsampled_channels,
         writes_into=True,
+        stored_rates=edf.stored_rates,
+        stored_lengths=edf.stored_lengths,
+        read_stored=edf.read_stored,
     )
+    recording.start_time = edf.start_time
+    return recording
 
 
 def _mne_units(info) -> list[str]:
@@ -432,3 +468,17 @@ def precompute_statistics(path, *, metadata=None) -> str:
         return "kept"
     segments.prepare()
     return "computed" if segments.stored_file_exists() else "memory"
+
+
+def precompute_pyramid(path, *, metadata=None) -> str:
+    """Make the min/max pyramid of one recording ready (the record browser's), as its first page would.
+
+    Returns ``"computed"``, ``"kept"``, ``"short"`` (no channel long enough to need one) or ``"memory"``
+    (no statistics directory is configured, or it cannot be written). Raises :class:`RecordingError`.
+    """
+    from tools_app.signal import pyramid
+
+    recording = open_recording(path, metadata=metadata)
+    if not any(pyramid.bucket_sizes(length) for length in recording.stored_lengths):
+        return "short"
+    return pyramid.pyramid_of(recording).prepare()

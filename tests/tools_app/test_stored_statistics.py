@@ -203,10 +203,12 @@ def test_precompute_records_computes_each_long_recording_once(stats, long_suite,
     suite, root = long_suite
     printed, progress = precompute_output("long")
     assert "2 recording(s) of long" in printed and "1 computed, 0 kept already, 1 short" in printed
+    assert "min/max pyramids (the record browser's): 2 computed, 0 kept already" in printed
     assert "[" + "#" * 30 + "] 2/2" in progress
-    assert len(files(stats)) == 1
+    assert len(files(stats)) == 3  # the night's statistics, and both recordings' pyramids
     again, _ = precompute_output("long")
     assert "0 computed, 1 kept already, 1 short" in again
+    assert "pyramids (the record browser's): 0 computed, 2 kept already" in again
     fresh()
     refuse_to_compute(monkeypatch)  # an episode's first call on the night maps what was computed
     assert "error" not in call_tool(root / "data" / "night.edf", "compute_band_power", {"record_id": "r0"},

@@ -14,7 +14,9 @@ statistics are never read for it.
 
 Layout: the 8-byte magic, the header's length (8 bytes, little-endian), a JSON header padded
 to a multiple of 64 bytes, then for each channel its float64 arrays one after another (units,
-the three boundary differences, pooled unit blocks, segment band integrals, block PSD sums).
+the three boundary differences, pooled unit blocks, segment band integrals, block PSD sums; or
+the levels of a recording's min/max pyramid, :mod:`tools_app.signal.pyramid`, whose channels
+differ in length).
 The header gives every channel's offset, each array's CRC-32 and the channel's scalar figures.
 A file that fails a check is deleted and rebuilt, never used: its magic, header, geometry and
 length when it is mapped, an array's CRC-32 the first time a process uses that array (so a
@@ -116,7 +118,8 @@ class StatisticsFile:
     def load(self, shapes) -> MappedStatistics | None:
         """The mapped statistics, or None when there is no usable file (a damaged one is deleted).
 
-        ``shapes`` maps each array's name to its shape per channel, in file order.
+        ``shapes`` maps each array's name to its shape, in file order: one dict for every channel, or a
+        list of one dict per channel where the channels' arrays differ in length.
         """
         try:
             return MappedStatistics(self.path, self.geometry, shapes)
@@ -206,7 +209,9 @@ class MappedStatistics:
         self._stamp = file_stamp(stat)
         self._lock = threading.Lock()
         verified = self._read_marker() == self._stamp
-        self._unchecked = set() if verified else {(index, name) for index in range(len(self.channels)) for name in shapes}
+        self._unchecked = set() if verified else {
+            (index, name) for index in range(len(self.channels)) for name in self._shapes[index]
+        }
 
     @staticmethod
     def _read_header(handle) -> tuple[dict, int, os.stat_result]:
@@ -223,23 +228,28 @@ class MappedStatistics:
             raise StoreError("damaged header") from None
         return header, len(MAGIC) + 8 + header_length, os.fstat(handle.fileno())
 
-    def _check_layout(self, header, geometry: dict, shapes: dict, data_start: int, size: int) -> None:
+    def _check_layout(self, header, geometry: dict, shapes, data_start: int, size: int) -> None:
         if not isinstance(header, dict) or header.get("geometry") != geometry:
             raise StoreError("another geometry")
-        self.shapes = shapes
-        self._counts = [int(np.prod(shape)) for shape in shapes.values()]
-        self._starts = dict(zip(shapes, np.cumsum([0, *self._counts[:-1]]).tolist()))
-        per_channel = sum(self._counts) * 8
         self.channels = header.get("channels")
         if not isinstance(self.channels, list) or len(self.channels) != geometry["n_channels"]:
             raise StoreError("wrong channel count")
+        # One dict of shapes for every channel, or one per channel (channels of different lengths).
+        self._shapes = [shapes] * len(self.channels) if isinstance(shapes, dict) else list(shapes)
+        if len(self._shapes) != len(self.channels):
+            raise StoreError("wrong channel count")
+        self._counts = [[int(np.prod(shape)) for shape in channel.values()] for channel in self._shapes]
+        self._starts = [dict(zip(channel, np.cumsum([0, *counts[:-1]]).tolist()))
+                        for channel, counts in zip(self._shapes, self._counts)]
+        offset = 0
         for index, entry in enumerate(self.channels):
-            if (not isinstance(entry, dict) or entry.get("bytes") != per_channel
-                    or entry.get("offset") != index * per_channel
-                    or not isinstance(entry.get("crc32"), list) or len(entry["crc32"]) != len(shapes)
+            length = sum(self._counts[index]) * 8
+            if (not isinstance(entry, dict) or entry.get("bytes") != length or entry.get("offset") != offset
+                    or not isinstance(entry.get("crc32"), list) or len(entry["crc32"]) != len(self._shapes[index])
                     or not isinstance(entry.get("scalars"), dict)):
                 raise StoreError("wrong channel layout")
-        if size != data_start + per_channel * len(self.channels):
+            offset += length
+        if size != data_start + offset:
             raise StoreError("wrong length")
 
     @property
@@ -271,9 +281,10 @@ class MappedStatistics:
 
     def array(self, index: int, name: str) -> np.ndarray:
         """Channel ``index``'s array ``name`` (a read-only view); StoreError if its CRC-32 fails."""
-        position = list(self.shapes).index(name)
-        first = self.channels[index]["offset"] // 8 + self._starts[name]
-        view = self._data[first : first + self._counts[position]]
+        shapes = self._shapes[index]
+        position = list(shapes).index(name)
+        first = self.channels[index]["offset"] // 8 + self._starts[index][name]
+        view = self._data[first : first + self._counts[index][position]]
         if (index, name) in self._unchecked:
             if zlib.crc32(view) != self.channels[index]["crc32"][position]:
                 raise StoreError(f"channel {index}'s {name} fails its CRC-32")
@@ -282,4 +293,4 @@ class MappedStatistics:
                 self._unchecked.discard((index, name))
             if emptied:
                 self._write_marker()
-        return np.asarray(view).reshape(self.shapes[name])
+        return np.asarray(view).reshape(shapes[name])

@@ -1,4 +1,5 @@
-"""``manage.py precompute_records SUITE``: compute the kept statistics of a suite's long recordings now."""
+"""``manage.py precompute_records SUITE``: compute the kept statistics of a suite's long recordings now, and
+the min/max pyramids the record browser draws them from."""
 import sys
 import time
 from pathlib import Path
@@ -7,7 +8,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from benchmark.management.commands.import_release import task_list
 from benchmark.models import Suite
-from tools_app.recording import RecordingError, precompute_statistics
+from tools_app.recording import RecordingError, precompute_pyramid, precompute_statistics
 from tools_app.signal import stored
 
 _BAR = 30
@@ -29,21 +30,23 @@ def suite_recordings(suite: Suite, tasks=None) -> list[tuple[str, Path, dict]]:
 
 
 def precompute(recordings, *, out=None, progress=None) -> dict:
-    """Make every recording's statistics ready; returns the count per outcome and the failures.
+    """Make every recording's statistics and pyramid ready; returns the count per outcome of each and the failures.
 
     ``progress(done, total, name, seconds)`` is told after each recording.
     """
     counts = {"computed": 0, "kept": 0, "short": 0, "memory": 0}
+    pyramids = dict.fromkeys(counts, 0)
     failures = []
     for done, (name, path, metadata) in enumerate(recordings, start=1):
         started = time.perf_counter()
         try:
             counts[precompute_statistics(path, metadata=metadata)] += 1
+            pyramids[precompute_pyramid(path, metadata=metadata)] += 1
         except RecordingError as error:
             failures.append(f"{name}: {error}")
         if progress:
             progress(done, len(recordings), name, time.perf_counter() - started)
-    return {"counts": counts, "failures": failures}
+    return {"counts": counts, "pyramids": pyramids, "failures": failures}
 
 
 class Command(BaseCommand):
@@ -72,7 +75,8 @@ class Command(BaseCommand):
             f"{counts['computed']} computed, {counts['kept']} kept already, "
             f"{counts['short']} short (read directly)"
             + (f", {counts['memory']} not kept (EEGAB_STATS_DIR)" if counts["memory"] else "")
-            + f"; statistics in {stored.stats_dir()}"
+            + f"; min/max pyramids (the record browser's): {result['pyramids']['computed']} computed, "
+            f"{result['pyramids']['kept']} kept already; statistics in {stored.stats_dir()}"
         )
         if failures:
             raise CommandError(f"{len(failures)} recording(s) could not be read:\n" + "\n".join(failures))
