@@ -30,6 +30,8 @@ urlpatterns = [
     re_path(r"^episodes/export\.(?P<fmt>csv|jsonl)$", search.export, name="episodes_export"),
     path("episodes/compare/", explorer.compare, name="compare"),
     path("episodes/<id:pk>/", explorer.episode, name="episode"),
+    path("episodes/<id:pk>/record/", explorer.episode_record, name="episode_record"),
+    path("episodes/<id:pk>/record/window.json", explorer.episode_record_window, name="episode_record_window"),
     path("episodes/<id:pk>/steps/<id:index>/", explorer.episode_step, name="episode_step"),
     path("episodes/<id:pk>/steps/<id:index>/signal.json", explorer.episode_signal, name="episode_signal"),
 ]

@@ -192,7 +192,7 @@ def minmax_decimate(data, *, bucket: int) -> tuple[np.ndarray, np.ndarray]:
     return indices, np.take_along_axis(data, indices, axis=1)
 
 
-def _plotted_unit(unit: str) -> tuple[str, float]:
+def plotted_unit(unit: str) -> tuple[str, float]:
     """The unit a channel whose values are in ``unit`` is plotted in, and the factor that takes it there.
 
     A voltage (``"V"``) is plotted in µV, the unit the tools report; any other unit as recorded, unscaled.
@@ -200,7 +200,7 @@ def _plotted_unit(unit: str) -> tuple[str, float]:
     return ("µV", VOLT_TO_MICROVOLT) if unit == "V" else (unit, 1.0)
 
 
-def _rounded(values):
+def rounded_values(values):
     """``values`` (one channel's, 1-D) rounded to 3 decimals, or to 6 significant digits of its largest
     magnitude where that keeps more: a channel recorded in small numbers is not rounded flat."""
     values = np.asarray(values, dtype=np.float64)
@@ -243,12 +243,12 @@ def read_signal(recording, window: SignalWindow, *, max_points: int = MAX_POINTS
     units = dict(zip(recording.ch_names, recording.units))
     traces = []
     for row, name in enumerate(picks):
-        unit, factor = _plotted_unit(units[name])
+        unit, factor = plotted_unit(units[name])
         traces.append({
             "channel": name,
             "unit": unit,
             "times": np.round(times[row], 4).tolist(),
-            "values": _rounded(values[row] * factor).tolist(),
+            "values": rounded_values(values[row] * factor).tolist(),
         })
     return traces
 

@@ -13,6 +13,8 @@ from leaderboard.access import (
     visible_episode,
 )
 from leaderboard.board.comparability import how_called
+from leaderboard.explorer.browser import browser_context, episode_recording
+from leaderboard.explorer.record import WindowError, parse_window, read_window
 from leaderboard.explorer.reads import get_episode, other_episodes, signal_step
 from leaderboard.explorer.steps import (
     episode_summary,
@@ -26,6 +28,7 @@ from leaderboard.formats import seizure_counts_text
 from leaderboard.outcomes import shown_outcome
 from leaderboard.summaries.scoring import item_score
 from runs.models import Episode, Step
+from tools_app.signal.stored import StoreError
 
 
 def _episode_choices(episodes: list[Episode], *, references: bool) -> list[dict]:
@@ -86,6 +89,42 @@ def episode_signal(request: HttpRequest, pk: int, index: int) -> JsonResponse:
     step = signal_step(pk, index)
     visible_episode(request, step.episode)
     return step_signal(request, step)
+
+
+@require_safe
+def episode_record(request: HttpRequest, pk: int) -> HttpResponse:
+    """The record browser: the episode's whole recording, paged and zoomed, with its tool calls and answer over it.
+
+    ``?step=N`` opens it at the window and channels signal step ``N`` read.
+    """
+    episode = visible_episode(request, get_episode(pk))
+    references = shows_references(request, episode.run.suite)
+    browser = browser_context(episode, references=references, step_index=query_id(request.GET.get("step", "")))
+    browser["window_url"] = reverse("leaderboard:episode_record_window", args=[pk])
+    return render(request, "leaderboard/explorer/record.html", {
+        "summary": {"episode": episode},
+        "browser": browser,
+        "references": references,
+    })
+
+
+@require_safe
+def episode_record_window(request: HttpRequest, pk: int) -> JsonResponse:
+    """One page of the recording: per channel each pixel's minimum and maximum (``leaderboard.explorer.record``).
+
+    A query that cannot be read is a 400 naming each field that is wrong.
+    """
+    episode = visible_episode(request, get_episode(pk))
+    recording = episode_recording(episode)
+    try:
+        window = parse_window(request.GET, recording)
+    except WindowError as error:
+        return JsonResponse({"errors": error.errors}, status=400)
+    try:
+        data = read_window(recording, window, staff=is_staff(request))
+    except StoreError:  # a kept pyramid failed its check and was deleted: read it again, rebuilt
+        data = read_window(recording, window, staff=is_staff(request))
+    return JsonResponse(data)
 
 
 COMPARE_HINT = "Give two episode ids, the numbers in the episodes' addresses (/episodes/<id>/), as ?a=12&b=15."

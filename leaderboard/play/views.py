@@ -126,7 +126,7 @@ def _steps(episode: Episode) -> list[dict]:
 def steps(request: HttpRequest, pk: int) -> HttpResponse:
     """The step list of the player's episode, refreshed after each action."""
     episode = players.own_episode(request.user, pk)
-    return render(request, "leaderboard/explorer/_steps.html", {"steps": _steps(episode)})
+    return render(request, "leaderboard/explorer/_steps.html", {"steps": _steps(episode), "no_record_links": True})
 
 
 @require_safe
