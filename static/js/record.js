@@ -58,6 +58,13 @@
     return (step < 1 ? seconds.toFixed(1) : Math.round(seconds)) + " s";
   }
 
+  function durationText(seconds) {
+    var short = function (value) { return String(Math.round(value * 100) / 100); };
+    if (seconds < 60) { return short(seconds) + " s"; }
+    if (seconds < 3600) { return short(seconds / 60) + " min"; }
+    return short(seconds / 3600) + " h";
+  }
+
   function tickStep(length, pixels) {
     var steps = [0.2, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800];
     var wanted = length / Math.max(pixels / 110, 1);
@@ -302,7 +309,7 @@
     var stop = Math.min(state.start + state.length, config.duration);
     var step = state.length < 60 ? 0.5 : 60;
     part("position").textContent = timeText(state.start, step) + " – " + timeText(stop, step) +
-      " of " + timeText(config.duration, 60) + " (page " + timeText(state.length, state.length < 60 ? 0.5 : 60).replace(/^0:/, "") + ")";
+      " of " + timeText(config.duration, 60) + " (page " + durationText(state.length) + ")";
     var box = part("page-box"), overview = part("overview");
     var scale = overview.clientWidth / config.duration;
     box.style.left = (state.start * scale) + "px";
@@ -364,7 +371,7 @@
       option = select.querySelector("option[data-custom]") || document.createElement("option");
       option.dataset.custom = "1";
       option.value = value;
-      option.textContent = timeText(state.length, state.length < 60 ? 0.5 : 60) + " (chosen)";
+      option.textContent = durationText(state.length);
       select.insertBefore(option, select.firstChild);
     }
     select.value = value;
