@@ -12,10 +12,11 @@ from pathlib import Path
 from django.http import Http404
 
 from leaderboard.explorer import overlays
-from leaderboard.explorer.record import GROUPS, channel_group, montages_of
+from leaderboard.explorer.record import GROUPS, channel_group, montages_of, parse_window, read_window
 from leaderboard.explorer.signal import signal_window
 from runs.models import Episode, Step
 from tools_app.recording import RecordingError, open_recording
+from tools_app.signal.stored import StoreError
 from tools_app.spans import SIGNAL_TOOLS
 
 #: The page a browser opens on when no step chooses one: the record's first 30 s (an epoch of sleep scoring).
@@ -56,8 +57,9 @@ def start_clock(recording) -> str | None:
     return start.strftime("%H:%M:%S") if start is not None else None
 
 
-def browser_context(episode: Episode, *, references: bool, step_index: int | None) -> dict:
-    """Everything the browser page needs but the samples, as JSON-ready data."""
+def browser_context(episode: Episode, *, references: bool, step_index: int | None, step_link=None) -> dict:
+    """Everything the browser page needs but the samples, as JSON-ready data (``step_link`` as for
+    :func:`leaderboard.explorer.overlays.tool_bands`)."""
     recording = episode_recording(episode)
     units = recording.units
     channels = [
@@ -72,6 +74,21 @@ def browser_context(episode: Episode, *, references: bool, step_index: int | Non
         "montages": montages_of(recording),
         "clock": start_clock(recording) if references else None,
         "opening": _opening(episode, recording, step_index),
-        "bands": overlays.tool_bands(episode, recording),
+        "bands": overlays.tool_bands(episode, recording, step_link=step_link),
         "lanes": overlays.answer_lanes(episode, references=references),
     }
+
+
+def window_answer(episode: Episode, query, *, staff: bool, step_link=None) -> dict:
+    """One page of ``episode``'s recording for the window endpoint, with the tool calls' bands as they are now.
+
+    Raises :class:`leaderboard.explorer.record.WindowError` for a query that cannot be read.
+    """
+    recording = episode_recording(episode)
+    window = parse_window(query, recording)
+    try:
+        data = read_window(recording, window, staff=staff)
+    except StoreError:  # a kept pyramid failed its check and was deleted: read it again, rebuilt
+        data = read_window(recording, window, staff=staff)
+    data["bands"] = overlays.tool_bands(episode, recording, step_link=step_link)
+    return data

@@ -23,9 +23,13 @@ OFFSET_TOLERANCE_SEC = 60.0
 EPOCH_SEC = 30.0
 
 
-def tool_bands(episode: Episode, recording) -> list[dict]:
+def tool_bands(episode: Episode, recording, *, step_link=None) -> list[dict]:
     """``{"step", "tool", "start", "stop", "channels", "url"}`` for each tool call of ``episode`` that read the
-    signal, in order; times in s of the record, the channels those the call covered (all of them)."""
+    signal, in order; times in s of the record, the channels those the call covered (all of them).
+
+    ``step_link(index)`` gives a step's address (the explorer's episode page by default).
+    """
+    step_link = step_link or (lambda index: step_url(episode.pk, index))
     steps = (episode.steps.filter(kind=Step.Kind.TOOL_CALL, tool_name__in=SIGNAL_TOOLS)
              .only("index", "tool_name", "arguments").order_by("index"))
     eeg = [recording.ch_names[pick] for pick in recording.eeg_picks]
@@ -39,7 +43,7 @@ def tool_bands(episode: Episode, recording) -> list[dict]:
             "start": window.start / recording.sfreq,
             "stop": window.stop / recording.sfreq,
             "channels": list(window.channels),
-            "url": step_url(episode.pk, step.index),
+            "url": step_link(step.index),
         })
     return bands
 

@@ -13,8 +13,8 @@ from leaderboard.access import (
     visible_episode,
 )
 from leaderboard.board.comparability import how_called
-from leaderboard.explorer.browser import browser_context, episode_recording
-from leaderboard.explorer.record import WindowError, parse_window, read_window
+from leaderboard.explorer.browser import browser_context, window_answer
+from leaderboard.explorer.record import WindowError
 from leaderboard.explorer.reads import get_episode, other_episodes, signal_step
 from leaderboard.explorer.steps import (
     episode_summary,
@@ -28,7 +28,6 @@ from leaderboard.formats import seizure_counts_text
 from leaderboard.outcomes import shown_outcome
 from leaderboard.summaries.scoring import item_score
 from runs.models import Episode, Step
-from tools_app.signal.stored import StoreError
 
 
 def _episode_choices(episodes: list[Episode], *, references: bool) -> list[dict]:
@@ -115,16 +114,10 @@ def episode_record_window(request: HttpRequest, pk: int) -> JsonResponse:
     A query that cannot be read is a 400 naming each field that is wrong.
     """
     episode = visible_episode(request, get_episode(pk))
-    recording = episode_recording(episode)
     try:
-        window = parse_window(request.GET, recording)
+        return JsonResponse(window_answer(episode, request.GET, staff=is_staff(request)))
     except WindowError as error:
         return JsonResponse({"errors": error.errors}, status=400)
-    try:
-        data = read_window(recording, window, staff=is_staff(request))
-    except StoreError:  # a kept pyramid failed its check and was deleted: read it again, rebuilt
-        data = read_window(recording, window, staff=is_staff(request))
-    return JsonResponse(data)
 
 
 COMPARE_HINT = "Give two episode ids, the numbers in the episodes' addresses (/episodes/<id>/), as ?a=12&b=15."

@@ -12,6 +12,7 @@ urlpatterns = [
     path("episodes/<id:pk>/actions/", play_views.action, name="action"),
     path("episodes/<id:pk>/preview.json", play_views.preview, name="preview"),
     path("episodes/<id:pk>/steps/", play_views.steps, name="steps"),
+    path("episodes/<id:pk>/record/window.json", play_views.record_window, name="record_window"),
     path("episodes/<id:pk>/steps/<id:index>/", play_views.step, name="step"),
     path("episodes/<id:pk>/steps/<id:index>/signal.json", play_views.signal, name="signal"),
 ]

@@ -20,7 +20,9 @@ from django.views.decorators.http import require_POST, require_safe
 
 from benchmark.models import Suite
 from leaderboard.access import HELD_OUT_NOTE, shows_items, shows_references
+from leaderboard.explorer.browser import browser_context, window_answer
 from leaderboard.explorer.reads import signal_step
+from leaderboard.explorer.record import WindowError
 from leaderboard.explorer.steps import step_details, step_signal, step_view
 from leaderboard.play import players
 from runs.environment import service as environment
@@ -98,6 +100,7 @@ def episode(request: HttpRequest, pk: int) -> HttpResponse:
         "tools": players.tool_forms(offer.tools, facts),
         "answer_fields": players.schema_fields(offer.output_schema, facts),
         "steps": _steps(episode),
+        "browser": _browser(episode),
         "preview": players.answer_preview(episode, {}),
         "steps_url": reverse("play:steps", args=[pk]),
         "preview_url": reverse("play:preview", args=[pk]),
@@ -108,6 +111,15 @@ def episode(request: HttpRequest, pk: int) -> HttpResponse:
             "duration_sec": facts.duration_sec,
         },
     })
+
+
+def _browser(episode: Episode) -> dict | None:
+    """The record browser of the episode's recording, without references (None for a task without one)."""
+    if not episode.instance.recording_path:
+        return None
+    browser = browser_context(episode, references=False, step_index=None, step_link=_play_step_link(episode.pk))
+    browser["window_url"] = reverse("play:record_window", args=[episode.pk])
+    return browser
 
 
 def _steps(episode: Episode) -> list[dict]:
@@ -136,6 +148,24 @@ def step(request: HttpRequest, pk: int, index: int) -> HttpResponse:
     episode = players.own_episode(request.user, pk)
     found = get_object_or_404(Step.objects.select_related("episode"), episode=episode, index=index)
     return step_details(request, found, signal_url=reverse("play:signal", args=[pk, index]))
+
+
+def _play_step_link(pk: int):
+    return lambda index: reverse("play:episode", args=[pk]) + f"#step-{index}"
+
+
+@require_safe
+@player_required
+def record_window(request: HttpRequest, pk: int) -> JsonResponse:
+    """A page of the recording the player is reading, as any visitor gets it (envelopes, never samples)."""
+    episode = players.own_episode(request.user, pk)
+    try:
+        data = window_answer(episode, request.GET, staff=False, step_link=_play_step_link(pk))
+    except WindowError as error:
+        return JsonResponse({"errors": error.errors}, status=400)
+    response = JsonResponse(data)
+    response["Cache-Control"] = "private, no-store"
+    return response
 
 
 @require_safe

@@ -159,6 +159,7 @@
       .then(function (response) { return response.ok ? response.text() : Promise.reject(response.status); })
       .then(function (html) {
         stepsBox.innerHTML = html;
+        document.dispatchEvent(new CustomEvent("eegab:steps-changed"));  // the record browser redraws its bands
         var results = stepsBox.querySelectorAll(".kind-tool_call details.step-details");
         if (results.length) {
           results[results.length - 1].open = true;  // episode.js loads it, as when a visitor expands it

@@ -108,8 +108,10 @@
       })
       .then(function (body) {
         data = body;
+        config.bands = body.bands || config.bands;  // the calls as they are now (a player keeps calling)
         part("notes").textContent = (body.notes || []).join(" ");
         draw();
+        drawOverview();
       })
       .catch(function (error) {
         if (error.name !== "AbortError") { part("notes").textContent = error.message; }
@@ -124,7 +126,7 @@
     var width = container.clientWidth;
     canvas.width = Math.round(width * ratio);
     canvas.height = Math.round(height * ratio);
-    canvas.style.width = width + "px";
+    canvas.style.width = "100%";  // follows its container when the window narrows, until it is redrawn
     canvas.style.height = height + "px";
     var context = canvas.getContext("2d");
     context.setTransform(ratio, 0, 0, ratio, 0, 0);
@@ -468,6 +470,7 @@
     var t = event.offsetX / part("overview").clientWidth * config.duration;
     go(t - state.length / 2);
   });
+  document.addEventListener("eegab:steps-changed", function () { load(); });
   var resizing = null;
   window.addEventListener("resize", function () {
     clearTimeout(resizing);

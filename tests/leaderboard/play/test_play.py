@@ -177,12 +177,14 @@ def test_forms_come_from_the_schemas_with_the_records_channels_and_ranges(demo, 
     content = act(client, episode, {"action": "tool_call", "tool_name": "get_channel_list",
                                     "arguments": {"record_id": episode.record_id}}).json()["result"]
     channels = [row["name"] for row in content["channels"]]
-    # As a model, the player learns the channel names from a tool: typed until then, then chosen.
-    assert "data-channels-typed" in before and not any(f'value="{name}"' in before for name in channels)
+    # As a model, the player's tool forms learn the channel names from a tool: typed until then, then
+    # chosen. (The record browser below them shows the recording, its channels named, from the start.)
+    forms = lambda html: html[html.index('id="play-tools"'):html.index('id="play-answer"')]  # noqa: E731
+    assert "data-channels-typed" in forms(before) and not any(f'value="{name}"' in forms(before) for name in channels)
     page = client.get(reverse("play:episode", args=[episode.pk])).content.decode()
-    assert "data-channels-typed" not in page
+    assert "data-channels-typed" not in forms(page)
     for name in channels:
-        assert f'type="checkbox" value="{name}"' in page
+        assert f'type="checkbox" value="{name}"' in forms(page)
     duration = episode.instance.duration_sec
     assert f'max="{duration}"' in page  # tmin, tmax and the seizure bounds stop at the record's end
     assert 'data-name="seizure_events" data-kind="rows"' in page
@@ -236,6 +238,33 @@ def test_no_reference_reaches_the_player_before_the_episode_ends(demo, ann, sett
                           "architecture": {"REM_pct": 0, "N3_pct": 0, "sleep_efficiency": 0}})
     ended = client.get(reverse("leaderboard:episode", args=[episode.pk]))
     assert ended.status_code == 200 and "reference" in ended.content.decode()
+
+
+def browser_data(html: str) -> dict:
+    start = html.index('<script id="record-browser-data" type="application/json">')
+    return json.loads(html[html.index(">", start) + 1 : html.index("</script>", start)])
+
+
+def test_the_player_reads_the_recording_in_the_browser_without_references(demo, ann, bob, settings):
+    settings.EEGAB_PUBLIC_REFERENCES = True
+    client = client_for(ann)
+    episode = start(client, "T5")
+    browser = browser_data(client.get(reverse("play:episode", args=[episode.pk])).content.decode())
+    assert browser["lanes"] == [] and browser["clock"] is None and browser["bands"] == []
+    assert browser["window_url"] == reverse("play:record_window", args=[episode.pk])
+    act(client, episode, {"action": "tool_call", "tool_name": "compute_psd",
+                          "arguments": {"record_id": episode.record_id, "tmin": 60, "tmax": 90}})
+    page = client.get(browser["window_url"], {"start": 0, "stop": 600, "width": 300})
+    assert page.status_code == 200 and page["Cache-Control"] == "private, no-store"
+    body = page.json()
+    assert all(channel["kind"] == "envelope" for channel in body["channels"])  # never the samples
+    (band,) = body["bands"]  # the call just made, linked to its step on the play page
+    assert (band["tool"], band["start"], band["stop"]) == ("compute_psd", 60.0, 90.0)
+    assert band["url"] == reverse("play:episode", args=[episode.pk]) + f"#step-{band['step']}"
+    assert client.get(browser["window_url"], {"width": "7"}).status_code == 400
+    assert client_for(bob).get(browser["window_url"]).status_code == 404
+    assert client.get(reverse("leaderboard:episode_record_window", args=[episode.pk])).status_code == 404
+    assert "seizure_events" not in json.dumps(body)
 
 
 # ── the order of play, and a player's runs ───────────────────────────────────────────────────
