@@ -8,7 +8,8 @@ For a whole-record page and a 10-second page (every channel, 1,200 pixels), meas
 - MNE: ``mne.io.read_raw_edf(path, preload=False)``, ``raw.get_data(start, stop)`` of the same
   window, then each pixel's minimum and maximum with numpy (the same pixels).
 
-Then the first window in a fresh process (opening the file, mapping the kept pyramid, answering),
+Then the heaviest page a visitor can ask of a 4-hour, 23-channel CHB-MIT-like file (average reference,
+band-pass and notch, at the longest page they are applied to, and just beyond it), and the first window in a fresh process (opening the file, mapping the kept pyramid, answering),
 and in a fresh process where no pyramid was kept (built on first use), against the page budget.
 The night is written once into ``bench/out/`` (``bench/tools.py``).
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -85,6 +87,33 @@ def timed(function, repeat):
     return statistics.median(times)
 
 
+def heaviest(repeat) -> bool:
+    """The slowest pages a visitor's query can ask for: re-referenced and filtered on the server."""
+    from bench.tools import CHB_EDF, make_chb_recording
+    from leaderboard.explorer import record
+    from tools_app.recording import open_recording
+
+    if not CHB_EDF.exists():
+        print(f"writing {CHB_EDF.name} (4 h) …", flush=True)
+        make_chb_recording()
+    recording = open_recording(CHB_EDF)
+    processed = {"montage": "average", "highpass": "0.5", "lowpass": "40", "notch": "60"}
+    channels = len(recording.ch_names) * 2  # each derived channel and the recorded one it reads
+    margin = max(record.FILTER_MARGIN_SEC, 3.0 / float(processed["highpass"]))  # as record._margin reads it
+    longest = math.floor(record.MAX_PROCESSED_SAMPLES / channels / recording.sfreq - 2 * margin) - 1
+    slowest = 0.0
+    for seconds in (longest, 2 * longest, 4 * 3600):
+        query = {"start": "600", "stop": str(600 + seconds), "width": str(WIDTH), **processed}
+        window = record.parse_window(query, recording)
+        answer = record.read_window(recording, window, staff=False)
+        ms = timed(lambda window=window: record.read_window(recording, window, staff=False), repeat)
+        slowest = max(slowest, ms)
+        print(f"{CHB_EDF.name}, {seconds:7.0f} s page, {processed}: {ms:6.0f} ms "
+              f"({'applied' if answer['montage'] == 'average' else 'shown as recorded'})", flush=True)
+    print(f"the heaviest page a query can ask: {slowest:.0f} ms (budget {PAGE_BUDGET_MS} ms)")
+    return slowest <= PAGE_BUDGET_MS
+
+
 def fresh_process(path, stats):
     child = FRESH_CHILD.format(root=str(ROOT), stats=str(stats), path=str(path), width=WIDTH)
     output = subprocess.run([sys.executable, "-c", child], check=True, capture_output=True, text=True).stdout
@@ -134,6 +163,7 @@ def main(argv=None):
                 line += f" (target {WHOLE_TARGET_RATIO:g}x)"
             print(line, flush=True)
 
+        met &= heaviest(args.repeat)
         kept_ms = fresh_process(SLEEP_EDF, stats)
         for path in list(stats.rglob("*")):
             if path.is_file():
@@ -142,8 +172,8 @@ def main(argv=None):
         met &= kept_ms <= PAGE_BUDGET_MS
         print(f"first whole-record window in a fresh process: {kept_ms:.0f} ms with the pyramid kept "
               f"(budget {PAGE_BUDGET_MS} ms), {first_ms:.0f} ms building it on first use")
-    print(f"targets: whole-record window at least {WHOLE_TARGET_RATIO:g}x MNE's, the first window of a fresh "
-          f"process within {PAGE_BUDGET_MS} ms: {'met' if met else 'MISSED'}")
+    print(f"targets: whole-record window at least {WHOLE_TARGET_RATIO:g}x MNE's; the heaviest page a query can ask "
+          f"and the first window of a fresh process within {PAGE_BUDGET_MS} ms: {'met' if met else 'MISSED'}")
     return 0 if met else 1
 
 

@@ -10,8 +10,8 @@ answers it:
 - an average reference, a 10-20 bipolar chain, a band-pass or a notch needs the samples themselves:
   they are read with a margin (so the filter's edges fall outside the page), re-referenced,
   filtered forwards and backwards (no phase shift) and then reduced to each pixel's minimum and
-  maximum. A page longer than ``MAX_PROCESSED_SAMPLES`` samples a channel is shown as recorded,
-  with a note saying so.
+  maximum. A page that would need more than ``MAX_PROCESSED_SAMPLES`` samples so (over all its
+  channels) is shown as recorded, with a note saying so.
 
 Staff get the samples themselves where a page holds no more samples than pixels; anyone else gets
 the envelope, of at least four samples a pixel (half the samples, or fewer), as the step plots give
@@ -39,6 +39,8 @@ MONTAGES = {
 NOTCHES = (50, 60)
 MIN_WIDTH, MAX_WIDTH, DEFAULT_WIDTH = 50, 4000, 1200
 #: The longest page (samples per channel, margins included) re-referenced or filtered on the server.
+#: The most samples a page re-references or filters on the server, over all its channels (margins included):
+#: about half a second of work.
 MAX_PROCESSED_SAMPLES = 1 << 21
 FILTER_ORDER = 4
 NOTCH_QUALITY = 30.0
@@ -272,23 +274,44 @@ def _margin(window: Window, rate: float) -> int:
     return int(math.ceil(min(seconds, 60.0) * rate))
 
 
-def _processed(recording, channel: Channel, window: Window, first: int, last: int) -> tuple[np.ndarray, list[str]]:
+@dataclass
+class _Block:
+    """The recorded channels the derived ones are made of, read once for the whole page (margins included)."""
+
+    values: np.ndarray  # (channels, samples) at the recording's rate
+    rows: dict[int, int]  # recorded channel index -> row of ``values``
+    begin: int
+
+
+def _processed(recording, channel: Channel, window: Window, first: int, last: int,
+               block: _Block | None) -> tuple[np.ndarray, list[str]]:
     """Samples ``first:last`` of a channel re-referenced and filtered as the window asks (with a margin)."""
     from scipy import signal
 
     filterable = channel.unit == "V"
     sections, skipped = _filters(window, channel.rate) if filterable and window.filtered else (None, [])
-    margin = _margin(window, channel.rate) if sections is not None else 0
-    begin, end = max(first - margin, 0), min(last + margin, channel.length)
     if channel.derived:
-        picks = [index for index, _ in channel.terms]
         weights = np.array([weight for _, weight in channel.terms])
-        values = weights @ recording.get_data(picks, begin, end)
+        rows = [block.rows[index] for index, _ in channel.terms]
+        values, begin = weights @ block.values[rows], block.begin
     else:
-        values = recording.read_stored(channel.index, begin, end)
+        margin = _margin(window, channel.rate) if sections is not None else 0
+        begin = max(first - margin, 0)
+        values = recording.read_stored(channel.index, begin, min(last + margin, channel.length))
     if sections is not None and values.size > 3 * (2 * len(sections) + 1):  # sosfiltfilt's padding
         values = signal.sosfiltfilt(sections, values)
     return values[first - begin : last - begin], skipped
+
+
+def _block(recording, channels: list[Channel], window: Window) -> _Block | None:
+    """Read every recorded channel the derived ``channels`` use, in one pass, with the filters' margin."""
+    picks = sorted({index for channel in channels if channel.derived for index, _ in channel.terms})
+    if not picks:
+        return None
+    first, last = _samples(window.start, window.stop, recording.sfreq, recording.n_times)
+    margin = _margin(window, recording.sfreq) if window.filtered else 0
+    begin, end = max(first - margin, 0), min(last + margin, recording.n_times)
+    return _Block(recording.get_data(picks, begin, end), {index: row for row, index in enumerate(picks)}, begin)
 
 
 def _reduce(values: np.ndarray, n_pixels: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -303,7 +326,8 @@ def _pixels(n_samples: int, width: int, *, staff: bool) -> int:
     return max(1, min(width, n_samples // VISITOR_SAMPLES_PER_PIXEL))
 
 
-def _channel_entry(recording, channel: Channel, window: Window, *, staff: bool, process: bool) -> tuple[dict, list]:
+def _channel_entry(recording, channel: Channel, window: Window, *, staff: bool, process: bool,
+                   block: _Block | None) -> tuple[dict, list]:
     first, last = _samples(window.start, window.stop, channel.rate, channel.length)
     unit, factor = plotted_unit(channel.unit)
     entry = {"name": channel.name, "group": channel.group, "unit": unit, "rate": channel.rate,
@@ -313,7 +337,7 @@ def _channel_entry(recording, channel: Channel, window: Window, *, staff: bool, 
         return {**entry, "kind": "envelope", "t": [], "min": [], "max": []}, []
     skipped = []
     if channel.derived or process:
-        values, skipped = _processed(recording, channel, window, first, last)
+        values, skipped = _processed(recording, channel, window, first, last, block)
         if staff and n <= window.width:
             starts, lows, highs = np.arange(n), values, None
         else:
@@ -331,6 +355,18 @@ def _channel_entry(recording, channel: Channel, window: Window, *, staff: bool, 
             "max": rounded_values(highs * factor).tolist()}, skipped
 
 
+def _chosen(channels: list[Channel], window: Window) -> list[Channel]:
+    """The channels the window names (all where it names none); names of another montage choose nothing away."""
+    if not window.channels:
+        return channels
+    chosen = [channel for channel in channels if channel.name in set(window.channels)]
+    return chosen or channels
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} minutes"
+
+
 def read_window(recording, window: Window, *, staff: bool) -> dict:
     """The window's channels, each ``{"name", "group", "unit", "rate", "end", "kind", "t", "min", "max"}`` (an
     envelope: each pixel's first sample time in s, its minimum and maximum, the last pixel ending at
@@ -339,21 +375,24 @@ def read_window(recording, window: Window, *, staff: bool) -> dict:
     notes = []
     montage = window.montage
     first, last = _samples(window.start, window.stop, recording.sfreq, recording.n_times)
-    longest = last - first
+    channels = _chosen(channels_of(recording, montage), window)
     processing = montage != "recorded" or window.filtered
-    if processing and longest + 2 * _margin(window, recording.sfreq) > MAX_PROCESSED_SAMPLES:
-        minutes = MAX_PROCESSED_SAMPLES / recording.sfreq / 60
-        notes.append(f"Montages and filters apply to pages up to {minutes:.0f} minutes of this recording; "
-                     "this page shows the channels as recorded, unfiltered.")
-        montage, processing = "recorded", False
-    channels = channels_of(recording, montage)
-    if window.channels and montage == window.montage:
-        chosen = set(window.channels)
-        channels = [channel for channel in channels if channel.name in chosen]
+    if processing:
+        # Derived channels and the recorded ones they read, and filtered channels: each read and filtered whole.
+        n_processed = sum(channel.derived or channel.unit == "V" for channel in channels)
+        n_processed += len({index for channel in channels if channel.derived for index, _ in channel.terms})
+        per_channel = last - first + 2 * _margin(window, recording.sfreq)
+        if n_processed * per_channel > MAX_PROCESSED_SAMPLES:
+            longest = MAX_PROCESSED_SAMPLES / max(n_processed, 1) / recording.sfreq
+            notes.append(f"Montages and filters apply to pages up to {_duration(longest)} of these channels; "
+                         "this page shows them as recorded, unfiltered.")
+            montage, processing = "recorded", False
+            channels = _chosen(channels_of(recording, montage), window)
+    block = _block(recording, channels, window) if processing else None
     entries, skipped = [], set()
     for channel in channels:
         entry, missed = _channel_entry(recording, channel, window, staff=staff,
-                                       process=processing and window.filtered and channel.unit == "V")
+                                       process=processing and window.filtered and channel.unit == "V", block=block)
         entries.append(entry)
         skipped.update(f"{name} ({channel.name}, {channel.rate:g} Hz)" for name in missed)
     if skipped:
