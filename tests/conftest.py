@@ -44,6 +44,28 @@ def _bounded_statements(sender, connection, **kwargs):
 
 connection_created.connect(_bounded_statements, dispatch_uid="tests-bounded-statements")
 
+#: Fixtures through which a test reaches the database (pytest-django's; live_server and the rest request them).
+DATABASE_FIXTURES = frozenset({"db", "transactional_db", "django_db_reset_sequences", "django_db_serialized_rollback"})
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--database-tests-only", action="store_true",
+        help="run only the tests that use the database (CI's PostgreSQL job: the others ran on SQLite already)",
+    )
+
+
+def pytest_collection_modifyitems(config, items):
+    if not config.getoption("--database-tests-only"):
+        return
+    kept, dropped = [], []
+    for item in items:
+        uses = item.get_closest_marker("django_db") is not None or DATABASE_FIXTURES & set(item.fixturenames)
+        (kept if uses else dropped).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
+
 
 @pytest.fixture(autouse=True, scope="session")
 def _statistics_directory(tmp_path_factory):
