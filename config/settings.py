@@ -130,6 +130,7 @@ INSTALLED_APPS = [
     "benchmark",
     "tools_app",
     "leaderboard",
+    "submissions",
 ]
 
 MIDDLEWARE = [
@@ -321,6 +322,11 @@ EEGAB_DATA_ROOT = Path(env_str("EEGAB_DATA_ROOT") or BASE_DIR / "var" / "release
 # (tools_app/signal/stored.py); shared like the releases. Empty: kept in each process's memory.
 _stats_dir = os.environ.get("EEGAB_STATS_DIR")
 EEGAB_STATS_DIR = EEGAB_DATA_ROOT / "record-stats" if _stats_dir is None else (Path(_stats_dir) if _stats_dir else None)
+# Submitted archives and what they unpack to, outside the web root (submissions/services.py); the
+# largest archive taken, and how many a submitter may upload (DRF's rate syntax, e.g. "10/day").
+EEGAB_SUBMISSIONS_DIR = Path(env_str("EEGAB_SUBMISSIONS_DIR") or VAR_DIR / "submissions")
+EEGAB_SUBMISSION_MAX_BYTES = env_int("EEGAB_SUBMISSION_MAX_BYTES", 256 << 20, minimum=1)
+EEGAB_SUBMISSION_RATE = env_str("EEGAB_SUBMISSION_RATE", "10/day")
 
 # Every qcluster saves its state (django_q.status.Stat) each half second, kept for 3 s: in Redis
 # with the Redis broker, otherwise in the cache named by Q_CLUSTER["cache"]. That one must be

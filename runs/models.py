@@ -77,6 +77,7 @@ class Run(Usage):
         RUN = "run", "run on this platform"
         IMPORTED = "imported", "imported from the official runner"
         EXTERNAL = "external", "driven by an external agent"
+        SUBMISSION = "submission", "submitted from outside"
 
     name = models.CharField(max_length=200, blank=True)
     suite = models.ForeignKey(Suite, on_delete=models.PROTECT, related_name="runs")

@@ -181,15 +181,11 @@ class _Result:
 _RECORDED_SETTINGS = ("tool_protocol", "temperature", "max_tokens")
 
 
-def _recorded_settings(path: Path) -> tuple[dict, str]:
-    """The decoding settings and prompt set an official runner's output directory records.
-
-    Each task folder's ``run_status.json`` holds ``run_config.agent`` (the agent config without its
-    key); the settings are taken when every folder that records them agrees, else left unknown
-    (``{}``). The prompt set is ``official`` (the official runner's), unless an export of this
-    platform says otherwise.
-    """
-    found, prompt_sets = [], set()
+def recorded_agent_settings(path: Path) -> list[tuple[dict, str | None]]:
+    """Per task folder of an output directory whose ``run_status.json`` records its agent: the decoding
+    settings it records (``tool_protocol``, ``temperature``, ``max_tokens``) and its prompt set (None
+    when it names none we know)."""
+    found = []
     for task_dir in _task_dirs(path):
         status_path = task_dir / "run_status.json"
         try:
@@ -199,11 +195,24 @@ def _recorded_settings(path: Path) -> tuple[dict, str]:
         config = status.get("run_config") if isinstance(status, dict) else None
         agent = config.get("agent") if isinstance(config, dict) else None
         if isinstance(agent, dict):
-            found.append({key: agent[key] for key in _RECORDED_SETTINGS if key in agent})
-            if agent.get("prompt_set") in PROMPT_SETS:
-                prompt_sets.add(agent["prompt_set"])
-    settings = found[0] if found and all(entry == found[0] for entry in found) else {}
-    return settings, prompt_sets.pop() if len(prompt_sets) == 1 else OFFICIAL
+            prompt_set = agent.get("prompt_set") if agent.get("prompt_set") in PROMPT_SETS else None
+            found.append(({key: agent[key] for key in _RECORDED_SETTINGS if key in agent}, prompt_set))
+    return found
+
+
+def _recorded_settings(path: Path) -> tuple[dict, str]:
+    """The decoding settings and prompt set an official runner's output directory records.
+
+    Each task folder's ``run_status.json`` holds ``run_config.agent`` (the agent config without its
+    key); the settings are taken when every folder that records them agrees, else left unknown
+    (``{}``). The prompt set is ``official`` (the official runner's), unless an export of this
+    platform says otherwise.
+    """
+    found = recorded_agent_settings(path)
+    settings = [entry for entry, _ in found]
+    prompt_sets = {prompt_set for _, prompt_set in found if prompt_set}
+    agreed = settings[0] if settings and all(entry == settings[0] for entry in settings) else {}
+    return agreed, prompt_sets.pop() if len(prompt_sets) == 1 else OFFICIAL
 
 
 def _read_results(path: Path) -> dict[str, _Result]:

@@ -46,6 +46,13 @@ def _send_tasks(run_id: int, episode_ids: list[int]) -> None:
         async_task(TASK_FUNCTION, episode_id, group=f"run-{run_id}", broker=broker)
 
 
+def send_task(function: str, *args, group: str) -> None:
+    """Send one task of another kind (``function``'s import path, e.g. a submission's check) to the workers."""
+    from django_q.tasks import async_task
+
+    async_task(function, *args, group=group)
+
+
 @transaction.atomic
 def release_episodes(*, run_id: int) -> list[int]:
     """Send queue tasks for the run's pending episodes that have none, within its concurrency.
