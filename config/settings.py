@@ -327,6 +327,9 @@ EEGAB_STATS_DIR = EEGAB_DATA_ROOT / "record-stats" if _stats_dir is None else (P
 EEGAB_SUBMISSIONS_DIR = Path(env_str("EEGAB_SUBMISSIONS_DIR") or VAR_DIR / "submissions")
 EEGAB_SUBMISSION_MAX_BYTES = env_int("EEGAB_SUBMISSION_MAX_BYTES", 256 << 20, minimum=1)
 EEGAB_SUBMISSION_RATE = env_str("EEGAB_SUBMISSION_RATE", "10/day")
+if not re.fullmatch(r"[1-9]\d*/(s|sec|m|min|h|hour|d|day)", EEGAB_SUBMISSION_RATE):
+    raise ImproperlyConfigured(f"EEGAB_SUBMISSION_RATE must read like 10/day (per s, min, hour or day), "
+                               f"not {EEGAB_SUBMISSION_RATE!r}.")
 
 # Every qcluster saves its state (django_q.status.Stat) each half second, kept for 3 s: in Redis
 # with the Redis broker, otherwise in the cache named by Q_CLUSTER["cache"]. That one must be

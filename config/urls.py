@@ -21,10 +21,12 @@ def favicon(request):
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/env/", include("runs.environment.urls")),
+    path("api/submissions/", include("submissions.api")),
     path("api/", include("leaderboard.api.urls")),
     path("accounts/login/", auth_views.LoginView.as_view(next_page="leaderboard:index"), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(next_page="leaderboard:index"), name="logout"),
     path("favicon.ico", favicon, name="favicon"),
     path("play/", include("leaderboard.play.urls")),
+    path("submissions/", include("submissions.urls")),
     path("", include("leaderboard.urls")),
 ]

@@ -33,7 +33,7 @@ from runs.interchange.importing import recorded_agent_settings
 from runs.model.agent import PAPER_MAX_TOKENS, PAPER_PROTOCOL, PAPER_TEMPERATURE
 from submissions.archive import TASKS
 from tools_app.errors import ErrorCode, ToolError
-from tools_app.registry import REGISTRY
+from tools_app.registry import tool_specs
 
 #: Reasons listed at most this many times each (the rest are counted).
 MAX_LISTED = 20
@@ -175,7 +175,12 @@ def _arguments(call: dict):
     return arguments if isinstance(arguments, dict) else None
 
 
-def _check_trajectory(scenario: str, row: dict, listed: _Listed, report: Report) -> None:
+def known_tools() -> dict:
+    """The ten tools by name (loaded first: a fresh queue worker may not have imported them yet)."""
+    return {spec.name: spec for spec in tool_specs()}
+
+
+def _check_trajectory(scenario: str, row: dict, listed: _Listed, report: Report, tools: dict) -> None:
     path = Path(row["_dir"]) / "trajectories" / f"{scenario}.jsonl"
     label = f"{row['_prefix']}trajectories/{scenario}.jsonl"
     if not path.is_file():
@@ -196,7 +201,7 @@ def _check_trajectory(scenario: str, row: dict, listed: _Listed, report: Report)
             continue
         call = event.get("tool_call") if isinstance(event.get("tool_call"), dict) else {}
         name = call.get("name")
-        spec = REGISTRY.get(name) if isinstance(name, str) else None
+        spec = tools.get(name) if isinstance(name, str) else None
         if spec is None:
             listed.add("calls of a tool that is not one of the ten",
                        f"{label}, line {number}: a call of {str(name)[:60]!r}, not one of the ten tools")
@@ -233,9 +238,10 @@ def check_run(root: Path, suite, *, progress=None) -> Report:
         return report
     report.results = results
     listed = _Listed(report)
+    tools = known_tools()
     claimed = sorted({instances[scenario].task.code for scenario in results})
     for done, (scenario, row) in enumerate(sorted(results.items()), start=1):
-        _check_trajectory(scenario, row, listed, report)
+        _check_trajectory(scenario, row, listed, report, tools)
         if progress:
             progress(done, len(results))
     for task in claimed:

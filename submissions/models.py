@@ -33,6 +33,7 @@ class Submission(models.Model):
         CHECKING = "checking", "being checked"
         REFUSED = "refused", "refused (nothing of it kept)"
         PENDING = "pending", "checked, waiting for review"
+        PUBLISHING = "publishing", "approved, being published"
         APPROVED = "approved", "approved and published"
         REJECTED = "rejected", "rejected"
         SUPERSEDED = "superseded", "superseded by a later submission"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import secrets
 import shutil
+from datetime import timedelta
 from pathlib import Path
 
 from django.conf import settings
@@ -81,6 +82,24 @@ def submitter_for_key(key: str) -> Submitter | None:
 
 # ── taking an upload ─────────────────────────────────────────────────────────────────────────
 
+_PERIODS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "hour": 3600, "d": 86400, "day": 86400}
+
+
+def submission_rate() -> tuple[int, int]:
+    """``EEGAB_SUBMISSION_RATE`` as (uploads, seconds): "10/day" is (10, 86400)."""
+    count, _, period = str(settings.EEGAB_SUBMISSION_RATE).partition("/")
+    return int(count), _PERIODS[period.strip().lower()]
+
+
+def over_rate(submitter: Submitter) -> str:
+    """Why ``submitter`` may not upload now (their uploads within the period are at the rate), else ""."""
+    count, seconds = submission_rate()
+    since = timezone.now() - timedelta(seconds=seconds)
+    if Submission.objects.filter(submitter=submitter, created_at__gte=since).count() >= count:
+        return f"At most {count} uploads in {settings.EEGAB_SUBMISSION_RATE.partition('/')[2]}: try again later."
+    return ""
+
+
 
 def submittable_suites():
     """The suites that take submissions: those whose references are public (a held-out key stays unused)."""
@@ -90,11 +109,14 @@ def submittable_suites():
 def submit(*, submitter: Submitter, suite: Suite, card: dict, upload) -> Submission:
     """Take an uploaded archive (a Django ``UploadedFile``) with the model's card; its check is queued.
 
-    Raises :class:`SubmissionError` for a held-out suite or an archive over the size cap, before
-    anything is stored.
+    Raises :class:`SubmissionError` for a held-out suite, an archive over the size cap or a submitter
+    over ``EEGAB_SUBMISSION_RATE``, before anything is stored.
     """
     if suite.references != Suite.References.PUBLIC:
         raise SubmissionError(f"Suite {suite.name} holds its references out: it takes no submissions.")
+    refused = over_rate(submitter)
+    if refused:
+        raise SubmissionError(refused)
     limit = settings.EEGAB_SUBMISSION_MAX_BYTES
     if upload.size > limit:
         raise SubmissionError(f"The archive is {upload.size} bytes; at most {limit} are taken.")
@@ -191,12 +213,51 @@ def _model_for(submission: Submission) -> ModelSpec:
     )
 
 
+PUBLISH_TASK = "submissions.services.publish_submission"
+
+
+@transaction.atomic
+def request_approval(submission_id: int, *, by, reason: str = "") -> Submission:
+    """Approve a checked submission from a page: it is published by a queue worker (importing a full run
+    takes longer than a page should wait)."""
+    submission = Submission.objects.select_for_update().get(pk=submission_id)
+    if submission.status != Submission.Status.PENDING:
+        raise SubmissionError(f"Submission {submission.pk} is {submission.get_status_display()}: only a checked "
+                              "submission waiting for review can be approved.")
+    submission.status = Submission.Status.PUBLISHING
+    submission.review_reason, submission.reviewed_by, submission.reviewed_at = reason.strip(), by, timezone.now()
+    submission.save(update_fields=["status", "review_reason", "reviewed_by", "reviewed_at"])
+
+    def send() -> None:
+        from runs.queue.dispatch import send_task
+
+        send_task(PUBLISH_TASK, submission.pk, group=f"submission-{submission.pk}")
+
+    transaction.on_commit(send)
+    return submission
+
+
+def publish_submission(submission_id: int) -> str:
+    """The queue task of an approval: publish the submission, or put it back for review saying why not."""
+    submission = Submission.objects.filter(pk=submission_id).first()
+    if submission is None or submission.status != Submission.Status.PUBLISHING:
+        return submission.status if submission else "missing"
+    try:
+        approve(submission_id, by=submission.reviewed_by, reason=submission.review_reason)
+    except SubmissionError as error:
+        report = {**(submission.report or {}), "publish_error": str(error)}
+        Submission.objects.filter(pk=submission_id, status=Submission.Status.PUBLISHING).update(
+            status=Submission.Status.PENDING, report=report)
+        return Submission.Status.PENDING
+    return Submission.Status.APPROVED
+
+
 @transaction.atomic
 def approve(submission_id: int, *, by, reason: str = "") -> Submission:
     """Publish a checked submission as a run of source ``submission``; an earlier approved one of the same
     model and suite is superseded. Raises :class:`SubmissionError`."""
     submission = Submission.objects.select_for_update().select_related("suite").get(pk=submission_id)
-    if submission.status != Submission.Status.PENDING:
+    if submission.status not in (Submission.Status.PENDING, Submission.Status.PUBLISHING):
         raise SubmissionError(f"Submission {submission.pk} is {submission.get_status_display()}: only a checked "
                               "submission waiting for review can be approved.")
     model = _model_for(submission)
@@ -214,8 +275,9 @@ def approve(submission_id: int, *, by, reason: str = "") -> Submission:
     ).exclude(pk=submission.pk)
     earlier.update(status=Submission.Status.SUPERSEDED, superseded_by=submission)
     submission.status, submission.run = Submission.Status.APPROVED, run
-    submission.review_reason, submission.reviewed_by, submission.reviewed_at = reason, by, timezone.now()
-    submission.save(update_fields=["status", "run", "review_reason", "reviewed_by", "reviewed_at"])
+    submission.review_reason, submission.reviewed_by, submission.reviewed_at = reason.strip(), by, timezone.now()
+    submission.report = {key: value for key, value in (submission.report or {}).items() if key != "publish_error"}
+    submission.save(update_fields=["status", "run", "review_reason", "reviewed_by", "reviewed_at", "report"])
     return submission
 
 

@@ -122,6 +122,7 @@ class LeaderboardRow:
     shown_by_default: bool = True
     default_run_id: int | None = None
     n_other_runs: int = 0
+    submitted: bool | None = None  # a run submitted from outside: verified (True) or not (False); None otherwise
 
     @property
     def overall_sd(self) -> float | None:
@@ -256,7 +257,16 @@ def run_row(run: Run, summary: RunSummary, *, suite: Suite) -> LeaderboardRow:
         epoch_stats={task: scored["epochs"] for task, scored in summary.tasks.items() if "epochs" in scored},
         baseline=is_baseline(run.model.provider_model),
         settings=run_settings(run),
+        submitted=submission_verified(run),
     )
+
+
+def submission_verified(run: Run) -> bool | None:
+    """Whether a run submitted from outside passed every check (None for any other run)."""
+    if run.source != Run.Source.SUBMISSION:
+        return None
+    submission = getattr(run, "submission", None)
+    return bool(submission and submission.verified)
 
 
 def _published_row(result: PublishedResult) -> LeaderboardRow:
@@ -376,7 +386,7 @@ def board_data(name: str, *, details: bool) -> BoardData:
         raise UnknownBoard(f"no suite and no published results are named {name!r}")
     runs: list[tuple[Run, RunSummary]] = []
     if suite is not None:
-        queryset = Run.objects.filter(suite=suite).select_related("model", "leaderboard_summary").order_by("id")
+        queryset = Run.objects.filter(suite=suite).select_related("model", "leaderboard_summary", "submission").order_by("id")
         if suite.is_held_out:
             queryset = queryset.filter(status__in=ENDED)
         if not details:

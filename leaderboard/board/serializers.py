@@ -65,6 +65,9 @@ class LeaderboardRowSerializer(serializers.Serializer):
     default_run_id = serializers.IntegerField(
         allow_null=True, help_text="The run the board shows for this run's model and settings (null for a published row)."
     )
+    submitted = serializers.BooleanField(
+        allow_null=True, help_text="A run submitted from outside: true verified, false unverified; null for any other row."
+    )
 
     def get_not_comparable_because(self, row) -> list[str]:
         """Why a run is not comparable with the paper's rows (empty for a comparable run or a published row)."""

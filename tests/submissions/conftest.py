@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.utils.module_loading import import_string
 
 from runs.interchange.export import export_run
 from submissions import services
@@ -54,6 +55,7 @@ def submitter(db):
 
 @pytest.fixture(autouse=True)
 def checks_at_once(monkeypatch, settings, tmp_path):
-    """Submissions' files go to the test's directory, and the queue runs a check as soon as it is sent."""
+    """Submissions' files go to the test's directory, and the queue runs a task (a check, a publication) as soon as
+    it is sent."""
     settings.EEGAB_SUBMISSIONS_DIR = tmp_path / "submissions"
-    monkeypatch.setattr("runs.queue.dispatch.send_task", lambda function, *args, group: services.check_submission(*args))
+    monkeypatch.setattr("runs.queue.dispatch.send_task", lambda function, *args, group: import_string(function)(*args))

@@ -122,3 +122,15 @@ def test_a_single_task_directory_is_read_as_well(exported, tmp_path):
     shutil.copytree(root / "T2", tmp_path / "only-t2")
     report = check_run(tmp_path / "only-t2", suite)
     assert report.verified and list(report.tasks) == ["T2"]
+
+
+def test_a_fresh_worker_process_knows_the_ten_tools_before_any_was_called():
+    import subprocess
+    import sys
+
+    code = ("import django, os; os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'config.settings'); django.setup(); "
+            "from submissions.checks import known_tools; print(sorted(known_tools()))")
+    printed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    from tools_app.registry import TOOL_NAMES
+
+    assert printed.strip() == str(sorted(TOOL_NAMES))

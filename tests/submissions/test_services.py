@@ -114,3 +114,22 @@ def test_a_card_may_not_take_the_name_of_another_model(exported, submitter, staf
     with pytest.raises(services.SubmissionError, match="exists with another provider string"):
         services.approve(submission.pk, by=staff_user)
     assert Submission.objects.get(pk=submission.pk).status == Submission.Status.PENDING
+
+
+def test_an_approval_from_a_page_is_published_by_a_queue_worker_or_put_back_saying_why(
+    exported, submitter, staff_user, submit, django_capture_on_commit_callbacks
+):
+    suite, original, root = exported
+    submission = submit(submitter, suite, zip_directory(root), display_name=original.model.name)  # a name taken
+    with django_capture_on_commit_callbacks(execute=True):
+        services.request_approval(submission.pk, by=staff_user, reason="ok")
+    submission.refresh_from_db()
+    assert submission.status == Submission.Status.PENDING and "exists with another provider string" in submission.report["publish_error"]
+    Submission.objects.filter(pk=submission.pk).update(display_name="A name of its own")
+    with django_capture_on_commit_callbacks(execute=True):
+        services.request_approval(submission.pk, by=staff_user, reason="ok")
+    submission.refresh_from_db()
+    assert submission.status == Submission.Status.APPROVED and "publish_error" not in submission.report
+    assert submission.run.source == Run.Source.SUBMISSION and submission.reviewed_by == staff_user
+    assert services.publish_submission(submission.pk) == Submission.Status.APPROVED  # a task run twice does nothing
+    assert Run.objects.filter(source=Run.Source.SUBMISSION).count() == 1
