@@ -1,6 +1,7 @@
 """The submissions tests' shared fixtures: the demo suite with the heuristic baseline played and exported, a
 submitter, archives made from the export, and a queue that checks at once."""
 import io
+import shutil
 import zipfile
 from pathlib import Path
 
@@ -20,13 +21,32 @@ CARD = {
 }
 
 
+@pytest.fixture(scope="session")
+def export_cache(tmp_path_factory) -> Path:
+    """Where the first test that plays the heuristic keeps its export for the others (the demo imports alike)."""
+    return tmp_path_factory.mktemp("heuristic-export") / "export"
+
+
 @pytest.fixture
-def exported(db, tmp_path):
+def played(db, tmp_path, export_cache):
     """The demo suite, the heuristic baseline played on it, and the run exported in the official layout."""
     suite = import_demo()
     run = baseline_run(suite, "baseline/heuristic")
     export_run(run=run, out_dir=tmp_path / "export")
+    if not export_cache.exists():
+        shutil.copytree(tmp_path / "export", export_cache)
     return suite, run, tmp_path / "export"
+
+
+@pytest.fixture
+def exported(db, tmp_path, export_cache, request):
+    """The demo suite and the heuristic's run on it exported (a copy of an earlier test's export; the run
+    itself is not in this test's database, None)."""
+    if not export_cache.exists():
+        request.getfixturevalue("played")
+    suite = import_demo()
+    shutil.copytree(export_cache, tmp_path / "cached-export")
+    return suite, None, tmp_path / "cached-export"
 
 
 def zip_directory(root: Path, *, top: str = "heuristic-run", skip=(), extra=None) -> bytes:

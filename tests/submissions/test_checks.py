@@ -7,21 +7,10 @@ from pathlib import Path
 import pytest
 
 from leaderboard.summaries.scoring import refresh_run_summary
-from runs.interchange.export import export_run
 from submissions.checks import check_run
-from tests.runs.demo_suite import import_demo
-from tests.runs.interchange.played import baseline_run, read_jsonl
+from tests.runs.interchange.played import read_jsonl
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def exported(tmp_path):
-    """The demo suite, the heuristic baseline played on it, and the run exported in the official layout."""
-    suite = import_demo()
-    run = baseline_run(suite, "baseline/heuristic")
-    export_run(run=run, out_dir=tmp_path / "export")
-    return suite, run, tmp_path / "export"
 
 
 def write_jsonl(path: Path, rows) -> None:
@@ -32,8 +21,8 @@ def first_trajectory(root: Path, task: str) -> Path:
     return sorted((root / task / "trajectories").iterdir())[0]
 
 
-def test_an_exported_run_is_rescored_to_its_scores_and_verified(exported):
-    suite, run, root = exported
+def test_an_exported_run_is_rescored_to_its_scores_and_verified(played):
+    suite, run, root = played
     report = check_run(root, suite)
     assert report.problems == [] and report.reasons == [] and report.verified
     assert sorted(report.tasks) == ["T1", "T2", "T3", "T4", "T5", "T6"]

@@ -2,7 +2,7 @@
 approved into a run of source submission that scores as the run it came from, superseded, rejected."""
 import pytest
 
-from benchmark.models import Suite
+from benchmark.models import ModelSpec, Suite
 from leaderboard.summaries.scoring import refresh_run_summary
 from runs.models import Episode, Run
 from submissions import services
@@ -29,8 +29,8 @@ def files(settings) -> list:
     return sorted(path for path in settings.EEGAB_SUBMISSIONS_DIR.rglob("*") if path.is_file())
 
 
-def test_an_exported_run_is_checked_verified_approved_and_scores_as_the_run_it_came_from(exported, submitter, staff_user, submit):
-    suite, original, root = exported
+def test_an_exported_run_is_checked_verified_approved_and_scores_as_the_run_it_came_from(played, submitter, staff_user, submit):
+    suite, original, root = played
     submission = submit(submitter, suite, zip_directory(root))
     assert submission.status == Submission.Status.PENDING and submission.verified is True
     assert submission.report["reasons"] == [] and submission.progress["done"] == submission.progress["total"] > 0
@@ -109,8 +109,9 @@ def test_a_later_approval_supersedes_the_earlier_and_a_rejection_keeps_its_reaso
 
 
 def test_a_card_may_not_take_the_name_of_another_model(exported, submitter, staff_user, submit):
-    suite, original, root = exported
-    submission = submit(submitter, suite, zip_directory(root), display_name=original.model.name)
+    suite, _, root = exported
+    taken = ModelSpec.objects.create(name="Taken-1", provider_model="other/taken-1")
+    submission = submit(submitter, suite, zip_directory(root), display_name=taken.name)
     with pytest.raises(services.SubmissionError, match="exists with another provider string"):
         services.approve(submission.pk, by=staff_user)
     assert Submission.objects.get(pk=submission.pk).status == Submission.Status.PENDING
@@ -119,8 +120,9 @@ def test_a_card_may_not_take_the_name_of_another_model(exported, submitter, staf
 def test_an_approval_from_a_page_is_published_by_a_queue_worker_or_put_back_saying_why(
     exported, submitter, staff_user, submit, django_capture_on_commit_callbacks
 ):
-    suite, original, root = exported
-    submission = submit(submitter, suite, zip_directory(root), display_name=original.model.name)  # a name taken
+    suite, _, root = exported
+    taken = ModelSpec.objects.create(name="Taken-1", provider_model="other/taken-1")
+    submission = submit(submitter, suite, zip_directory(root), display_name=taken.name)  # a name taken
     with django_capture_on_commit_callbacks(execute=True):
         services.request_approval(submission.pk, by=staff_user, reason="ok")
     submission.refresh_from_db()
