@@ -133,3 +133,13 @@ def test_review_by_command(exported, submitter, django_capture_on_commit_callbac
         second = services.submit(submitter=submitter, suite=suite, card=CARD, upload=upload(zip_directory(root)))
     call_command("review_submission", str(second.pk), "--approve", stdout=out)
     assert f"Approved submission {second.pk}: run " in out.getvalue() and "verified" in out.getvalue()
+
+
+def test_staff_invite_a_submitter_in_the_admin_and_read_the_token_once(staff_user, django_user_model):
+    user = django_user_model.objects.create_user(username="lin@example.org", password="pw")
+    staff = Client()
+    staff.force_login(staff_user)
+    response = staff.post(reverse("admin:submissions_submitter_add"), {"user": user.pk, "name": "Lin"}, follow=True)
+    shown = [str(message) for message in response.context["messages"]]
+    key = next(message for message in shown if "API token" in message).split(": ")[-1]
+    assert services.submitter_for_key(key).user == user
