@@ -335,8 +335,13 @@
     config.bands.forEach(function (band) { context.fillRect(band.start * scale, 0, Math.max((band.stop - band.start) * scale, 1), 6); });
     if (!overviewData || !overviewData.channels.length) { return; }
     var channel = overviewData.channels[0];
-    var centreAmplitude = centreAndAmplitude(channel);
-    var gain = (height * 0.4) / centreAmplitude[1];
+    // Scaled on the whole record's own envelope (its 1st and 99th percentiles), not on a page's traces.
+    var lows = (channel.kind === "samples" ? channel.v : channel.min).slice().sort(function (a, b) { return a - b; });
+    var highs = (channel.kind === "samples" ? channel.v : channel.max).slice().sort(function (a, b) { return a - b; });
+    if (!lows.length) { return; }
+    var bottom = lows[Math.floor(lows.length * 0.01)], top = highs[Math.floor(highs.length * 0.99)];
+    var centreAmplitude = [(top + bottom) / 2, Math.max((top - bottom) / 2, 1e-9)];
+    var gain = (height * 0.45) / centreAmplitude[1];
     context.strokeStyle = "#5f6b7a";
     context.beginPath();
     channel.t.forEach(function (t, i) {
@@ -471,6 +476,18 @@
     go(t - state.length / 2);
   });
   document.addEventListener("eegab:steps-changed", function () { load(); });
+  // A scrollbar appearing once the traces are drawn narrows them: redraw at the new width (the data stay).
+  if (window.ResizeObserver) {
+    var lastWidth = part("traces").clientWidth;
+    new ResizeObserver(function () {
+      var width = part("traces").clientWidth;
+      if (width !== lastWidth) {
+        lastWidth = width;
+        if (data) { draw(); }
+        drawOverview();
+      }
+    }).observe(part("traces"));
+  }
   var resizing = null;
   window.addEventListener("resize", function () {
     clearTimeout(resizing);
