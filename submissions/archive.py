@@ -20,6 +20,7 @@ import re
 import shutil
 import tarfile
 import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -198,13 +199,16 @@ def extract_archive(source, destination: Path, *, limits: Limits = Limits()) -> 
         reader.check_layout()
         if reader.problems:
             raise ArchiveError(reader.problems)
-    except (zipfile.BadZipFile, tarfile.TarError, EOFError, OSError) as error:
-        _empty(destination)
-        detail = "damaged or truncated" if not isinstance(error, OSError) else "unreadable"
-        raise ArchiveError([*reader.problems, f"the archive is {detail} ({type(error).__name__})"]) from None
     except ArchiveError:
         _empty(destination)
         raise
+    except (zipfile.BadZipFile, tarfile.TarError, EOFError, OSError, zlib.error) as error:
+        _empty(destination)
+        detail = "damaged or truncated" if not isinstance(error, OSError) else "unreadable"
+        raise ArchiveError([*reader.problems, f"the archive is {detail} ({type(error).__name__})"]) from None
+    except (RuntimeError, NotImplementedError) as error:  # zipfile: an encrypted member, an unknown compression
+        _empty(destination)
+        raise ArchiveError([*reader.problems, f"the archive cannot be unpacked: {str(error)[:200]}"]) from None
     return destination / reader.prefix if reader.prefix else destination
 
 

@@ -95,7 +95,7 @@ def _json_lines(path: Path, label: str, report: Report) -> list[tuple[int, dict]
                     continue
                 try:
                     value = json.loads(line)
-                except ValueError:
+                except (ValueError, RecursionError):  # RecursionError: nested deeper than the parser goes
                     report.problems.append(f"{label}, line {number}: not JSON")
                     continue
                 if not isinstance(value, dict):
@@ -225,6 +225,12 @@ def _uploaded_score(directory: Path, task: str) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) else None
 
 
+def _prediction(row: dict | None) -> dict | None:
+    """A result's prediction as the scorer takes it: an object, or None (missing, or not an object)."""
+    prediction = (row or {}).get("prediction")
+    return prediction if isinstance(prediction, dict) and prediction else None
+
+
 def check_run(root: Path, suite, *, progress=None) -> Report:
     """Check and rescore the run unpacked at ``root`` against ``suite`` (``progress(done, total)`` per result)."""
     report = Report()
@@ -247,7 +253,7 @@ def check_run(root: Path, suite, *, progress=None) -> Report:
     for task in claimed:
         of_task = [instance for instance in instances.values() if instance.task.code == task]
         given = {scenario: row for scenario, row in results.items() if instances[scenario].task.code == task}
-        items = [scoring_item(instance, (given.get(instance.scenario_id) or {}).get("prediction") or None,
+        items = [scoring_item(instance, _prediction(given.get(instance.scenario_id)),
                               submitted=instance.scenario_id in given,
                               completed=(given.get(instance.scenario_id) or {}).get("status") == "completed")
                  for instance in of_task]

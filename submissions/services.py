@@ -122,7 +122,7 @@ def submit(*, submitter: Submitter, suite: Suite, card: dict, upload) -> Submiss
         raise SubmissionError(f"The archive is {upload.size} bytes; at most {limit} are taken.")
     with transaction.atomic():
         submission = Submission.objects.create(
-            submitter=submitter, suite=suite, archive_name=str(upload.name)[:255], archive_bytes=upload.size,
+            submitter=submitter, suite=suite, archive_name=_printable_name(upload.name), archive_bytes=upload.size,
             **{name: card[name] for name in CARD_FIELDS if name in card},
         )
         target = directory(submission)
@@ -136,6 +136,11 @@ def submit(*, submitter: Submitter, suite: Suite, card: dict, upload) -> Submiss
             raise
         transaction.on_commit(lambda: queue_check(submission.pk))
     return submission
+
+
+def _printable_name(name) -> str:
+    """An uploaded file's name as stored and shown: no control characters (PostgreSQL refuses NUL), 255 at most."""
+    return "".join(character for character in str(name or "archive") if ord(character) >= 32 and ord(character) != 127)[:255]
 
 
 def queue_check(submission_id: int) -> None:
@@ -179,7 +184,12 @@ def check_submission(submission_id: int) -> str:
         if done % PROGRESS_EVERY == 0 or done == total:
             Submission.objects.filter(pk=submission.pk).update(progress={"done": done, "total": total})
 
-    report = check_run(root, submission.suite, progress=progress)
+    try:
+        report = check_run(root, submission.suite, progress=progress)
+    except Exception:  # a defect of ours must not leave the submission "being checked" for good
+        logger.exception("submission %s could not be checked", submission.pk)
+        _refuse(submission, ["the check failed on this site's side: staff were told; upload it again later"])
+        return Submission.Status.REFUSED
     if report.problems:
         _refuse(submission, report.problems)
         return Submission.Status.REFUSED

@@ -122,3 +122,10 @@ def test_what_is_not_an_archive_or_is_cut_off_is_refused(tmp_path):
     cut = tarred(RUN)[:60]
     assert any("damaged or truncated" in line for line in refused(cut, tmp_path))
     assert any("damaged or truncated" in line for line in refused(zipped(RUN)[:-30], tmp_path))
+
+
+def test_an_encrypted_member_is_refused_not_a_crash(tmp_path):
+    data = bytearray(zipped(RUN))
+    entry = data.index(b"PK\x01\x02")  # the first member's central directory entry: its flags at +8
+    data[entry + 8] |= 0x1  # "encrypted": zipfile then wants a password to read it
+    assert any("cannot be unpacked" in line and "encrypted" in line for line in refused(bytes(data), tmp_path))

@@ -123,3 +123,19 @@ def test_a_fresh_worker_process_knows_the_ten_tools_before_any_was_called():
     from tools_app.registry import TOOL_NAMES
 
     assert printed.strip() == str(sorted(TOOL_NAMES))
+
+
+def test_a_prediction_that_is_not_an_object_or_a_line_nested_too_deep_never_crashes_the_check(exported):
+    suite, _, root = exported
+    rows = read_jsonl(root / "T3" / "runs.jsonl")
+    rows[0]["prediction"] = ["not", "an", "object"]
+    write_jsonl(root / "T3" / "runs.jsonl", rows)
+    report = check_run(root, suite)
+    assert report.problems == [] and report.tasks["T3"]["results"] == len(rows)
+    path = sorted((root / "T4" / "trajectories").iterdir())[0]
+    path.write_text(path.read_text() + "[" * 100_000 + "]" * 100_000 + "\n")
+    assert f"T4/trajectories/{path.name}, line {len(read_jsonl_lines(path))}: not JSON" in check_run(root, suite).problems
+
+
+def read_jsonl_lines(path):
+    return [line for line in path.read_text().splitlines() if line.strip()]

@@ -135,3 +135,21 @@ def test_an_approval_from_a_page_is_published_by_a_queue_worker_or_put_back_sayi
     assert submission.run.source == Run.Source.SUBMISSION and submission.reviewed_by == staff_user
     assert services.publish_submission(submission.pk) == Submission.Status.APPROVED  # a task run twice does nothing
     assert Run.objects.filter(source=Run.Source.SUBMISSION).count() == 1
+
+
+def test_an_archive_name_with_control_characters_is_stored_without_them_and_a_failing_check_refuses(
+    exported, submitter, submit, monkeypatch, settings
+):
+    suite, _, root = exported
+    submission = services.submit(submitter=submitter, suite=suite, card=CARD,
+                                 upload=upload(zip_directory(root), name="run\x00\x1b.zip"))
+    assert submission.archive_name == "run.zip"
+
+    def broken(*args, **kwargs):
+        raise KeyError("a defect of ours")
+
+    monkeypatch.setattr(services, "check_run", broken)
+    assert services.check_submission(submission.pk) == Submission.Status.REFUSED
+    submission.refresh_from_db()
+    assert submission.report["problems"] == ["the check failed on this site's side: staff were told; upload it again later"]
+    assert files(settings) == []

@@ -226,20 +226,19 @@ def envelope(recording, pick: int, start: int, stop: int, n_pixels: int, *, pyra
     lows, highs = pyramid.level(pick, level)
     edges = pixel_edges(start, stop, n_pixels, size)
     first, last = -(-start // size), stop // size  # the whole buckets inside the window
-    parts_low, parts_high, part_starts = [], [], []
+    parts = []  # (first sample, minima, maxima) of the window's pieces, in order
     if start < first * size:  # the partial bucket at the start, from the file
         head = recording.read_stored(pick, start, min(first * size, stop))
-        parts_low.append([head.min()]), parts_high.append([head.max()]), part_starts.append([start])
+        parts.append(([start], [head.min()], [head.max()]))
     if first < last:
-        parts_low.append(lows[first:last]), parts_high.append(highs[first:last])
-        part_starts.append(np.arange(first, last, dtype=np.int64) * size)
+        parts.append((np.arange(first, last, dtype=np.int64) * size, lows[first:last], highs[first:last]))
     if max(last, first) * size < stop:  # the partial bucket at the end
         begin = max(last * size, start)
         tail = recording.read_stored(pick, begin, stop)
-        parts_low.append([tail.min()]), parts_high.append([tail.max()]), part_starts.append([begin])
-    element_starts = np.concatenate(part_starts)
-    element_lows = np.concatenate([np.asarray(part, dtype=np.float64) for part in parts_low])
-    element_highs = np.concatenate([np.asarray(part, dtype=np.float64) for part in parts_high])
+        parts.append(([begin], [tail.min()], [tail.max()]))
+    element_starts = np.concatenate([np.asarray(starts, dtype=np.int64) for starts, _, _ in parts])
+    element_lows = np.concatenate([np.asarray(part, dtype=np.float64) for _, part, _ in parts])
+    element_highs = np.concatenate([np.asarray(part, dtype=np.float64) for _, _, part in parts])
     indices = np.searchsorted(element_starts, edges[:-1], side="left")
     return Envelope(edges[:-1], np.minimum.reduceat(element_lows, indices),
                     np.maximum.reduceat(element_highs, indices), stop, level)
